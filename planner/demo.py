@@ -1,0 +1,49 @@
+"""Demo data for the embedded default: users with known passwords, one per role.
+
+Idempotent: running it again resets the demo passwords and adds nothing twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import Group, User
+from django.db import transaction
+
+from planner.roles import ALL_ROLES, APPROVER, PRICING_ADMIN, REQUESTER
+
+
+@dataclass(frozen=True)
+class DemoUser:
+    username: str
+    password: str
+    full_name: str
+    roles: tuple[str, ...]
+    is_staff: bool = False
+
+    @property
+    def description(self) -> str:
+        return f"{self.username} / {self.password}  ({self.full_name}: {', '.join(self.roles)})"
+
+
+# Demo credentials are printed by `make run` and documented in the README: not secrets.
+DEMO_USERS = (
+    DemoUser("maya", "maya-demo-pass", "Maya Lindqvist, ML lead", (REQUESTER,)),
+    DemoUser("finn", "finn-demo-pass", "Finn Okafor, finance", (APPROVER,)),
+    DemoUser("ivan", "ivan-demo-pass", "Ivan Petrov, infrastructure", (PRICING_ADMIN,), True),
+)
+
+
+@transaction.atomic
+def demo_users_load() -> list[DemoUser]:
+    groups = {role: Group.objects.get_or_create(name=role)[0] for role in ALL_ROLES}
+    for demo in DEMO_USERS:
+        first, _, last = demo.full_name.partition(",")[0].partition(" ")
+        user, _ = User.objects.get_or_create(username=demo.username)
+        user.first_name, user.last_name = first, last
+        user.email = f"{demo.username}@example.com"
+        user.is_staff = demo.is_staff
+        user.set_password(demo.password)
+        user.save()
+        user.groups.set([groups[role] for role in demo.roles])
+    return list(DEMO_USERS)

@@ -1,0 +1,1 @@
+"""Accelerator catalog, providers, versioned price books, vendor quotes and on-prem cost."""
