@@ -36,5 +36,11 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 
+accuracy: install  ## score the estimator on ../shared/calibration and rewrite docs/accuracy.md
+	$(PY) scripts/accuracy_report.py
+
+bench: install  ## print the estimator's speed figures
+	$(PY) benchmarks/bench_estimator.py
+
 clean:
 	rm -rf $(VENV) var staticfiles *.egg-info

@@ -1,0 +1,1 @@
+"""TrainPlan estimator: time and cost of training large language models."""

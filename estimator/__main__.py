@@ -1,0 +1,64 @@
+"""Command line: ``python -m estimator estimate FILE|-`` and ``python -m estimator catalog``.
+
+Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
+stdout then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from estimator.core import ScenarioError, estimate, load_catalog
+
+EXIT_BAD_INPUT = 2
+
+
+def _read(path: str) -> Any:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ScenarioError("scenario", f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(
+            "scenario", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
+
+
+def _estimate(path: str) -> int:
+    result = estimate(_read(path))
+    sys.stdout.write(json.dumps(result, allow_nan=False) + "\n")
+    return 0
+
+
+def _catalog() -> int:
+    for spec in load_catalog().values():
+        peaks = " ".join(f"{p}={v:g}" for p, v in spec.peak_tflops.items())
+        sys.stdout.write(
+            f"{spec.id:<16} {spec.memory_gib:>5g} GiB "
+            f"{spec.memory_bandwidth_tbs:>6g} TB/s  {peaks}  [{spec.name}]\n"
+        )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m estimator", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("estimate", help="estimate one scenario (JSON file or '-')")
+    run.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
+    commands.add_parser("catalog", help="list the accelerator catalog, one line each")
+    args = parser.parse_args(argv)
+    try:
+        return _estimate(args.scenario) if args.command == "estimate" else _catalog()
+    except ScenarioError as exc:
+        sys.stderr.write(f"{exc.key}: {exc.reason}\n")
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""TrainPlan estimator core: pure Python + numpy, no Django.
+
+Public API: :func:`estimate`, :func:`validate_scenario`, :class:`ScenarioError`,
+:func:`load_catalog` and :class:`AcceleratorSpec`; the per-layout formulas for a layout
+search are :class:`Layouts` and :func:`evaluate_layouts`.
+"""
+
+from estimator.core.catalog import AcceleratorSpec, load_catalog
+from estimator.core.errors import ScenarioError
+from estimator.core.estimate import ESTIMATOR_VERSION, estimate
+from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.scenario import Scenario
+from estimator.core.validation import validate_scenario
+
+__version__ = ESTIMATOR_VERSION
+__all__ = [
+    "ESTIMATOR_VERSION",
+    "AcceleratorSpec",
+    "LayoutResults",
+    "Layouts",
+    "Scenario",
+    "ScenarioError",
+    "__version__",
+    "estimate",
+    "evaluate_layouts",
+    "load_catalog",
+    "validate_scenario",
+]

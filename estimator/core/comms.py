@@ -1,0 +1,111 @@
+"""Collective and point-to-point communication times, alpha-beta model.
+
+A collective over n ranks costs a latency alpha per ring step plus its bytes over the link
+bandwidth beta, with the ring factors of Thakur, Rabenseifner & Gropp 2005 ("Optimization
+of Collective Communication Operations in MPICH", IJHPCA 19(1)), as used by NCCL:
+
+* all-reduce: 2 (n - 1) alpha + 2 (n - 1)/n M / beta
+* all-gather, reduce-scatter: (n - 1) alpha + (n - 1)/n M / beta (M = the unsharded size)
+* all-to-all: (n - 1) alpha + (n - 1)/n M / beta (M = what one rank sends in total)
+* point-to-point: alpha + M / beta
+
+A volume moved as c separate collectives (one per layer, say) pays the latency c times:
+pass ``latency`` = c alpha.
+
+All functions accept broadcastable numpy arrays. Sizes in bytes, bandwidths in B/s, times
+in seconds; n = 1 costs nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from estimator.core._types import FloatArray, Numeric
+
+
+def _steps(ranks: Numeric) -> FloatArray:
+    return np.maximum(np.asarray(ranks, dtype=np.float64) - 1.0, 0.0)
+
+
+def all_reduce_time(
+    size: Numeric, ranks: Numeric, bandwidth: Numeric, latency: Numeric
+) -> FloatArray:
+    """Ring all-reduce: 2 (n-1) alpha + 2 (n-1)/n M / beta. [s]"""
+    steps = _steps(ranks)
+    share = steps / np.maximum(np.asarray(ranks, dtype=np.float64), 1.0)
+    return 2.0 * steps * latency + 2.0 * share * np.asarray(size, dtype=np.float64) / bandwidth
+
+
+def all_gather_time(
+    size: Numeric, ranks: Numeric, bandwidth: Numeric, latency: Numeric
+) -> FloatArray:
+    """Ring all-gather (or reduce-scatter) of M bytes: (n-1) alpha + (n-1)/n M / beta. [s]"""
+    return 0.5 * all_reduce_time(size, ranks, bandwidth, latency)
+
+
+reduce_scatter_time = all_gather_time
+all_to_all_time = all_gather_time
+
+
+def p2p_time(size: Numeric, bandwidth: Numeric, latency: Numeric) -> FloatArray:
+    """One point-to-point transfer: alpha + M / beta. [s]"""
+    return np.asarray(latency, dtype=np.float64) + np.asarray(size, dtype=np.float64) / bandwidth
+
+
+def spans_nodes(group_size: Numeric, stride: Numeric, node_size: int) -> npt.NDArray[np.bool_]:
+    """Whether a process group leaves the fast domain.
+
+    Ranks are laid out Megatron-style (tp fastest, then cp, then dp, then pp), so a group of
+    ``group_size`` ranks spaced ``stride`` apart covers ``group_size * stride`` consecutive
+    ranks; it stays inside one node when that span fits in ``node_size``.
+    """
+    size = np.asarray(group_size, dtype=np.float64)
+    return (size > 1) & (size * np.asarray(stride, dtype=np.float64) > node_size)
+
+
+def members_per_node(group_size: Numeric, stride: Numeric, node_size: int) -> FloatArray:
+    """Ranks of a group that share one node: node_size / stride, between 1 and the group."""
+    per_node = np.floor(node_size / np.asarray(stride, dtype=np.float64))
+    return np.clip(per_node, 1.0, np.maximum(np.asarray(group_size, dtype=np.float64), 1.0))
+
+
+def link(
+    spans: npt.NDArray[np.bool_],
+    members: Numeric,
+    group_size: Numeric,
+    intra_bandwidth: float,
+    inter_bandwidth: float,
+    intra_latency: float,
+    inter_latency: float,
+) -> tuple[FloatArray, FloatArray]:
+    """Effective (bandwidth, latency per ring step) of a ring over a group.
+
+    Inside a node the ring runs at the fast-link bandwidth. Across nodes NCCL runs one ring
+    per NIC (rail-optimised fabrics, one NIC per device), so the k group members of a node
+    together bring k NICs: the bus bandwidth is min(fast link, k x per-device network
+    bandwidth) - the node's aggregate NIC bandwidth for a stride-1 group, one NIC for a
+    group with one member per node. A ring over n ranks, k per node, crosses n/k node
+    boundaries and n - n/k fast links, so its n - 1 steps cost on average
+    ((n - n/k) alpha_intra + (n/k) alpha_inter) / (n - 1) each... expressed here as the
+    per-step latency that, multiplied by n - 1, gives that sum.
+    """
+    members = np.asarray(members, dtype=np.float64)
+    size = np.maximum(np.asarray(group_size, dtype=np.float64), 1.0)
+    scale_out = np.minimum(intra_bandwidth, members * inter_bandwidth)
+    bandwidth = np.where(spans, scale_out, intra_bandwidth)
+    crossings = size / members
+    mixed = ((size - crossings) * intra_latency + crossings * inter_latency) / np.maximum(
+        size - 1.0, 1.0
+    )
+    return bandwidth, np.where(spans, mixed, intra_latency)
+
+
+def exposed_time(communication: Numeric, compute: Numeric, overlap: float) -> FloatArray:
+    """Communication left on the critical path when it runs beside ``compute``.
+
+    A share ``overlap`` of whichever is shorter is hidden: c - overlap min(c, w). The rest
+    models contention for SMs and memory bandwidth between compute and NCCL kernels. [s]
+    """
+    communication = np.asarray(communication, dtype=np.float64)
+    return communication - overlap * np.minimum(communication, compute)

@@ -1,0 +1,165 @@
+"""Compute time of one micro-batch on one device: matmuls, attention, memory-bound kernels.
+
+Matmuls follow an additive roofline: t = F / (P eps_gemm) + B / (W eps_mem), with F the
+FLOPs, B the bytes read and written (inputs, weights, output), P the dense peak and W the
+memory bandwidth (Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4), with the two
+terms added rather than maxed so small or skinny shapes - small h/t, few tokens per
+micro-batch - run further from peak). Attention runs at the FlashAttention efficiency on the
+FLOPs the kernel executes (causal tiles skipped: half the non-causal count; the backward
+recomputes the scores: 2.5 x forward, Dao 2023 "FlashAttention-2", section 3). LayerNorm,
+activation functions and residual adds are memory-bound.
+
+All functions take broadcastable numpy arrays for the layout parameters.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from estimator.core import model as arithmetic
+from estimator.core._types import FloatArray, Numeric
+from estimator.core.workload import Workload
+
+#: FlashAttention backward executes 2.5 x its forward FLOPs (5 matmuls against 2).
+ATTENTION_BACKWARD_FACTOR = 2.5
+#: Share of the s x s score tiles a causal FlashAttention kernel computes.
+CAUSAL_FRACTION = 0.5
+
+
+def gemm_flop_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
+    """Arithmetic part of an (m x k) @ (k x n) matmul: 2 m k n / (P eps_gemm). [s]"""
+    flops = 2.0 * np.asarray(m, dtype=np.float64) * np.asarray(k, dtype=np.float64) * n
+    return flops / (w.peak_matmul_flops * w.efficiency.gemm)
+
+
+def gemm_byte_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
+    """Memory part of the same matmul: e (m k + k n + m n) / (W eps_mem). [s]"""
+    m, k = np.asarray(m, dtype=np.float64), np.asarray(k, dtype=np.float64)
+    moved = w.activation_bytes * (m * k + k * n + m * n)
+    return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+
+
+GemmShape = tuple[FloatArray, FloatArray, FloatArray, FloatArray]
+
+
+def layer_gemm_shapes(w: Workload, tp: Numeric, ep: Numeric) -> list[GemmShape]:
+    """The matmuls of one layer's forward on one device as (rows per token, k, n, count).
+
+    ``rows per token`` scales the token count (expert matmuls see top-k routed tokens spread
+    over the local experts); ``count`` is how many such matmuls run per layer (MoE layers
+    weighted by their share of layers).
+    """
+    md = w.model
+    one = np.ones(np.broadcast(tp, ep).shape)
+    tp, ep = one * tp, one * ep
+    h, ffn = md.hidden_size * one, md.ffn_hidden_size * one
+    kv_width = np.maximum(md.num_kv_heads / tp, 1.0) * md.head_dim
+    up = 2.0 if md.gated_mlp else 1.0
+    dense = (1.0 - arithmetic.num_moe_layers(md) / md.num_layers) * one
+    shapes = [
+        (one, h, h / tp + 2 * kv_width, one),
+        (one, h / tp, h, one),
+        (one, h, up * ffn / tp, dense),
+        (one, ffn / tp, h, dense),
+    ]
+    if md.moe is not None:
+        f, moe = md.moe.expert_ffn_hidden_size * one, 1.0 - dense
+        rows = md.moe.top_k * ep / md.moe.num_experts
+        experts = moe * md.moe.num_experts / ep
+        shared = moe * md.moe.num_shared_experts
+        shapes += [
+            (rows, h, up * f / tp, experts),
+            (rows, f / tp, h, experts),
+            (one, h, up * f / tp, shared),
+            (one, f / tp, h, shared),
+        ]
+    return shapes
+
+
+def layer_gemm_time(
+    w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric
+) -> tuple[FloatArray, FloatArray]:
+    """Forward matmul time of one layer for one micro-batch, split (flop part, byte part).
+
+    Backward is twice the forward (data and weight gradients have the same shapes). [s]
+    """
+    flop_part: FloatArray = np.zeros(np.broadcast(tokens, tp, ep).shape)
+    byte_part: FloatArray = np.zeros_like(flop_part)
+    for rows, k, n, weight in layer_gemm_shapes(w, tp, ep):
+        m = rows * np.asarray(tokens, dtype=np.float64)
+        flop_part = flop_part + weight * gemm_flop_time(w, m, k, n)
+        byte_part = byte_part + weight * gemm_byte_time(w, m, k, n)
+    return flop_part, byte_part
+
+
+def attention_forward_time(w: Workload, tokens: Numeric, tp: Numeric) -> FloatArray:
+    """FlashAttention forward of one layer: CAUSAL_FRACTION x 4 (b s/cp) s h / t FLOPs at
+    P_16 eps_attention (Dao et al. 2022). [s]
+    """
+    md = w.model
+    flops = 4.0 * np.asarray(tokens, dtype=np.float64) * md.seq_len * md.hidden_size / tp
+    return CAUSAL_FRACTION * flops / (w.peak_attention_flops * w.efficiency.attention)
+
+
+def elementwise_values_per_token(
+    w: Workload, tp: Numeric, sequence_parallel: Numeric, passes: str
+) -> FloatArray:
+    """Values read + written by the memory-bound kernels of one layer per token.
+
+    Forward: two LayerNorms (2h each), two residual adds (3h each), the activation function
+    (2f, gated 3f); backward: LayerNorms 6h, residuals 6h, activation 3f (gated 5f). Values
+    of width h are split over t only with sequence parallelism; f is always split.
+    """
+    md = w.model
+    h = md.hidden_size / np.where(sequence_parallel, tp, 1.0)
+    f = md.ffn_hidden_size / np.asarray(tp, dtype=np.float64)
+    if passes == "forward":
+        return 10.0 * h + (3.0 if md.gated_mlp else 2.0) * f
+    return 12.0 * h + (5.0 if md.gated_mlp else 3.0) * f
+
+
+def elementwise_time(
+    w: Workload, tokens: Numeric, tp: Numeric, sequence_parallel: Numeric, passes: str
+) -> FloatArray:
+    """Memory-bound kernel time of one layer for one micro-batch ('forward'/'backward'). [s]"""
+    values = elementwise_values_per_token(w, tp, sequence_parallel, passes)
+    moved = np.asarray(tokens, dtype=np.float64) * values * w.activation_bytes
+    return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+
+
+def lm_head_time(w: Workload, tokens: Numeric, tp: Numeric) -> tuple[FloatArray, FloatArray]:
+    """LM head (forward + backward) and cross-entropy for one micro-batch, (flop, byte) parts.
+
+    The vocabulary is split over t (Megatron vocab-parallel); the loss streams the fp32
+    logits about five times (write, softmax read/write, gradient read/write): 20 V/t B/token.
+    """
+    md = w.model
+    n = md.vocab_size / np.asarray(tp, dtype=np.float64)
+    flop_part = 3.0 * gemm_flop_time(w, tokens, md.hidden_size, n)
+    loss_bytes = 20.0 * np.asarray(tokens, dtype=np.float64) * n
+    bandwidth = w.memory_bandwidth * w.efficiency.memory_bandwidth
+    return flop_part, 3.0 * gemm_byte_time(w, tokens, md.hidden_size, n) + loss_bytes / bandwidth
+
+
+def optimizer_time(w: Workload, parameters: Numeric) -> FloatArray:
+    """One Adam step over the parameters a device updates, streamed from memory. [s]"""
+    moved = np.asarray(parameters, dtype=np.float64) * w.software.optimizer_bytes_per_parameter
+    return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+
+
+def fp8_cast_time(w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric) -> FloatArray:
+    """Quantisation traffic of fp8 training for one layer and micro-batch (0 otherwise).
+
+    Every matmul input is cast from 16 bits to fp8 (read 2 B, write 1 B per value): the
+    activations entering each forward matmul, the output gradients entering each backward
+    one, and the weights once per micro-batch (Micikevicius et al. 2022, "FP8 Formats for
+    Deep Learning", section 4; NVIDIA Transformer Engine's cast-transpose kernels). [s]
+    """
+    if w.precision != "fp8":
+        return np.zeros(np.broadcast(tokens, tp, ep).shape)
+    values = np.zeros(np.broadcast(tokens, tp, ep).shape)
+    weights = np.zeros_like(values)
+    for rows, k, n, count in layer_gemm_shapes(w, tp, ep):
+        values = values + count * rows * np.asarray(tokens, dtype=np.float64) * (np.asarray(k) + n)
+        weights = weights + count * np.asarray(k, dtype=np.float64) * n
+    return 3.0 * (values + weights) / (w.memory_bandwidth * w.efficiency.memory_bandwidth)

@@ -1,0 +1,208 @@
+"""``estimate(scenario) -> dict``: the contract's output for one explicit layout."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from estimator.core import model as arithmetic
+from estimator.core.calibration import FAMILY_EFFICIENCY
+from estimator.core.errors import ScenarioError
+from estimator.core.goodput import goodput
+from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.memory import GIB
+from estimator.core.scenario import ParallelismConfig, Scenario
+from estimator.core.validation import validate_scenario
+from estimator.core.workload import Workload, build_workload
+
+ESTIMATOR_VERSION = "0.1.0"
+FORMAT_VERSION = 1
+SECONDS_PER_DAY = 86400.0
+
+
+def _scalar(results: LayoutResults, name: str) -> float:
+    return float(getattr(results, name)[0])
+
+
+def _memory_gib(r: LayoutResults) -> dict[str, float]:
+    parts = ("weights", "gradients", "optimizer", "activations", "other")
+    out = {p: _scalar(r, p) / GIB for p in parts}
+    out["total"] = _scalar(r, "total_memory") / GIB
+    return out
+
+
+def _breakdown(r: LayoutResults) -> dict[str, float]:
+    keys = (
+        "compute",
+        "recompute",
+        "tp_communication",
+        "pp_bubble",
+        "dp_communication",
+        "exposed_communication",
+        "overheads",
+    )
+    return {k: _scalar(r, k) for k in keys}
+
+
+def _bottleneck(r: LayoutResults) -> str:
+    """The largest of compute-bound, memory-bound, communication and bubble time."""
+    memory_bound = _scalar(r, "memory_bound")
+    candidates = {
+        "compute": _scalar(r, "compute") + _scalar(r, "recompute") - memory_bound,
+        "memory": memory_bound,
+        "communication": _scalar(r, "tp_communication") + _scalar(r, "exposed_communication"),
+        "pipeline_bubble": _scalar(r, "pp_bubble"),
+    }
+    return max(candidates, key=lambda k: candidates[k])
+
+
+def _warnings(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> list[str]:
+    notes: list[str] = []
+    md, per_step = w.model, layout.dp * layout.micro_batch_size
+    if layout.tp > w.node_size:
+        notes.append(
+            f"TP group spans nodes: tp = {layout.tp} > {w.node_size} devices per node; "
+            "tensor-parallel collectives run over the scale-out network"
+        )
+    if w.global_batch_size % per_step:
+        effective = int(_scalar(r, "num_micro_batches")) * per_step
+        notes.append(
+            f"global batch not divisible by dp × micro-batch ({w.global_batch_size} vs "  # noqa: RUF001
+            f"{per_step}); estimated with {effective} sequences per step"
+        )
+    stages = layout.pp * layout.virtual_stages
+    if md.num_layers % stages:
+        notes.append(
+            f"num_layers = {md.num_layers} not divisible by pp x virtual_stages = "
+            f"{stages}; the slowest stage has {math.ceil(md.num_layers / layout.pp)} "
+            "layers"
+        )
+    m = int(_scalar(r, "num_micro_batches"))
+    if layout.virtual_stages > 1 and m % layout.pp:
+        notes.append(
+            f"interleaved schedule needs micro-batches ({m}) divisible by pp "
+            f"({layout.pp}) in Megatron-LM"
+        )
+    if layout.cp > 1 or layout.ep > 1:
+        notes.append(
+            "context- and expert-parallel traffic is modelled from first principles but no "
+            "calibration case uses cp > 1 or ep > 1"
+        )
+    if layout.pp > 1 and _scalar(r, "pp_bubble") > 0.2 * _scalar(r, "step_time"):
+        notes.append(
+            "pipeline bubble above 20 % of the step: more micro-batches or interleaving would help"
+        )
+    return notes + _fit_warnings(w, r)
+
+
+def _fit_warnings(w: Workload, r: LayoutResults) -> list[str]:
+    notes: list[str] = []
+    needed, have = _scalar(r, "total_memory") / GIB, w.spec.memory_gib
+    if needed > have:
+        notes.append(f"does not fit: {needed:.0f} GiB needed of {have:.0f} GiB")
+    family = w.spec.family
+    if not FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"]).fitted:
+        notes.append(
+            f"efficiency of the {family} family is assumed, not fitted to "
+            "measurements: treat throughput as a rough guide"
+        )
+    if family == "google-tpu":
+        notes.append(
+            "TPU slice treated as one ICI domain; multi-slice (DCN) traffic is not modelled"
+        )
+    return notes
+
+
+def _throughput(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> dict[str, Any]:
+    step = _scalar(r, "step_time")
+    tokens_per_s = _scalar(r, "tokens_per_step") / step
+    per_gpu = tokens_per_s / w.num_gpus
+    model_flops = arithmetic.model_flops_per_token(w.model)
+    hardware_flops = arithmetic.hardware_flops_per_token(w.model, layout.recompute)
+    return {
+        "step_time_s": step,
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_gpu": per_gpu,
+        "tflops_per_gpu": model_flops * per_gpu / 1e12,
+        "mfu": model_flops * per_gpu / w.peak_matmul_flops,
+        "hfu": hardware_flops * per_gpu / w.peak_matmul_flops,
+        "hardware_flops_per_token": hardware_flops,
+    }
+
+
+def _schedule(w: Workload, tokens_per_s: float) -> dict[str, Any]:
+    g = goodput(w.parameters, w.num_gpus)
+    days = w.tokens / tokens_per_s / g.goodput / SECONDS_PER_DAY
+    return {
+        "goodput": g.goodput,
+        "training_days": days,
+        "gpu_hours": days * 24.0 * w.num_gpus,
+        "goodput_details": {
+            "mtbf_hours": g.mtbf_s / 3600.0,
+            "interruptions_per_day": g.interruptions_per_day,
+            "checkpoint_write_s": g.checkpoint_write_s,
+            "checkpoint_interval_s": g.checkpoint_interval_s,
+            "restart_s": g.restart_s,
+        },
+    }
+
+
+def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
+    """:func:`estimate` for an already validated scenario with an explicit layout."""
+    if scenario.parallelism is None:
+        raise ScenarioError(
+            "parallelism",
+            '"auto" needs the layout search (`python -m '
+            "estimator search`); give an explicit layout to estimate",
+        )
+    layout = scenario.parallelism
+    w = build_workload(scenario)
+    r = evaluate_layouts(w, Layouts.single(layout))
+    out: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "estimator_version": ESTIMATOR_VERSION,
+        "parameters": w.parameters,
+        "active_parameters": w.active_parameters,
+        "model_flops_per_token": arithmetic.model_flops_per_token(w.model),
+        "parallelism": layout.as_dict(),
+    }
+    out.update(_throughput(w, layout, r))
+    out.update(
+        {
+            "memory_per_gpu_gib": _memory_gib(r),
+            "accelerator_memory_gib": w.spec.memory_gib,
+            "fits_in_memory": _scalar(r, "total_memory") / GIB <= w.spec.memory_gib,
+            "time_per_step_breakdown_s": _breakdown(r),
+            "bottleneck": _bottleneck(r),
+            "num_micro_batches": int(_scalar(r, "num_micro_batches")),
+            "tokens_per_step": _scalar(r, "tokens_per_step"),
+        }
+    )
+    out.update(_schedule(w, out["tokens_per_s"]))
+    out["warnings"] = _warnings(w, layout, r)
+    return out
+
+
+def estimate(scenario: Mapping[str, Any] | Scenario) -> dict[str, Any]:
+    """Estimate time, memory and cost drivers of one training scenario.
+
+    Parameters
+    ----------
+    scenario : dict or Scenario
+        A scenario in the contract's format (version 1) with an explicit ``parallelism``,
+        or an already validated :class:`Scenario`.
+
+    Returns
+    -------
+    dict
+        The contract's ``estimate`` output (JSON-serialisable).
+
+    Raises
+    ------
+    ScenarioError
+        When a field is invalid; ``.key`` names it.
+    """
+    if not isinstance(scenario, Scenario):
+        scenario = validate_scenario(scenario)
+    return estimate_scenario(scenario)

@@ -1,0 +1,333 @@
+"""Layouts as a struct of arrays, and the one implementation of the per-layout formulas.
+
+``estimate`` evaluates a single layout through :func:`evaluate_layouts`; a layout search
+evaluates thousands at once through the same function, so the two always agree. Every
+field of :class:`Layouts` is a float64 array (integers are exact up to 2**53) and every
+result is an array of the same length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from estimator.core import comms, compute, memory
+from estimator.core import model as arithmetic
+from estimator.core._types import FloatArray, Numeric
+from estimator.core.scenario import ParallelismConfig
+from estimator.core.workload import Workload
+
+
+@dataclass(frozen=True)
+class Layouts:
+    """Parallel layouts, one per index: the contract's ``parallelism`` fields as arrays.
+
+    ``recompute`` is coded 0 none, 1 selective, 2 full; ``sequence_parallel`` 0/1;
+    ``virtual_stages`` is 1 for 1F1B and v > 1 for the interleaved schedule.
+    """
+
+    tp: FloatArray
+    pp: FloatArray
+    dp: FloatArray
+    cp: FloatArray
+    ep: FloatArray
+    micro_batch_size: FloatArray
+    zero_stage: FloatArray
+    recompute: FloatArray
+    sequence_parallel: FloatArray
+    virtual_stages: FloatArray
+
+    @classmethod
+    def from_arrays(cls, **columns: Numeric) -> Layouts:
+        """Broadcast the given columns (every field required) to one common length."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        arrays = np.broadcast_arrays(
+            *(np.atleast_1d(np.asarray(columns[n], dtype=np.float64)) for n in names)
+        )
+        return cls(**{n: np.array(a) for n, a in zip(names, arrays, strict=True)})
+
+    @classmethod
+    def single(cls, layout: ParallelismConfig) -> Layouts:
+        """The one layout of an explicit scenario."""
+        return cls.from_arrays(
+            tp=layout.tp,
+            pp=layout.pp,
+            dp=layout.dp,
+            cp=layout.cp,
+            ep=layout.ep,
+            micro_batch_size=layout.micro_batch_size,
+            zero_stage=layout.zero_stage,
+            recompute=memory.RECOMPUTE_CODES[layout.recompute],
+            sequence_parallel=float(layout.sequence_parallel and layout.tp > 1),
+            virtual_stages=layout.virtual_stages,
+        )
+
+    def __len__(self) -> int:
+        return int(self.tp.shape[0])
+
+
+@dataclass(frozen=True)
+class LayoutResults:
+    """Per-layout results; memory in bytes, times in seconds per optimizer step.
+
+    The step time is compute + recompute + tp_communication + pp_bubble +
+    exposed_communication + overheads; ``dp_communication`` is the gross data-parallel
+    traffic time, of which only the part in ``exposed_communication`` costs time.
+    """
+
+    num_micro_batches: FloatArray
+    tokens_per_step: FloatArray
+    weights: FloatArray
+    gradients: FloatArray
+    optimizer: FloatArray
+    activations: FloatArray
+    other: FloatArray
+    total_memory: FloatArray
+    compute: FloatArray
+    recompute: FloatArray
+    tp_communication: FloatArray
+    pp_bubble: FloatArray
+    dp_communication: FloatArray
+    exposed_communication: FloatArray
+    overheads: FloatArray
+    step_time: FloatArray
+    memory_bound: FloatArray
+
+
+@dataclass(frozen=True)
+class _MicroBatch:
+    """Per-device, per-micro-batch times of the most loaded stage. [s]"""
+
+    forward: FloatArray
+    backward: FloatArray
+    recompute: FloatArray
+    attention: FloatArray
+    memory_bound: FloatArray
+
+
+def _micro_batch(w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArray) -> _MicroBatch:
+    gemm_flop, gemm_byte = compute.layer_gemm_time(w, tokens, lay.tp, lay.ep)
+    attention = compute.attention_forward_time(w, tokens, lay.tp)
+    forward_elem = compute.elementwise_time(w, tokens, lay.tp, lay.sequence_parallel, "forward")
+    backward_elem = compute.elementwise_time(w, tokens, lay.tp, lay.sequence_parallel, "backward")
+    head_flop, head_byte = compute.lm_head_time(w, tokens, lay.tp)
+    overhead = w.software.layer_overhead_s
+    casts = compute.fp8_cast_time(w, tokens, lay.tp, lay.ep)
+    forward_elem, backward_elem = forward_elem + casts / 2, backward_elem + casts / 2
+    forward_layer = gemm_flop + gemm_byte + attention + forward_elem
+    backward_layer = (
+        2 * (gemm_flop + gemm_byte)
+        + compute.ATTENTION_BACKWARD_FACTOR * attention
+        + backward_elem
+        + overhead
+    )
+    recompute_layer = np.where(
+        lay.recompute == 2, forward_layer, np.where(lay.recompute == 1, attention, 0.0)
+    )
+    memory_layer = 3 * gemm_byte + forward_elem + backward_elem
+    balance = _stage_share(
+        w, lay, layers, forward_layer + backward_layer + recompute_layer, head_flop + head_byte
+    )
+    return _MicroBatch(
+        forward=balance * (layers * forward_layer + head_flop / 3 + head_byte / 3),
+        backward=balance * (layers * backward_layer + 2 * (head_flop + head_byte) / 3),
+        recompute=balance * layers * recompute_layer,
+        attention=layers * (1 + compute.ATTENTION_BACKWARD_FACTOR) * attention,
+        memory_bound=layers * memory_layer + head_byte,
+    )
+
+
+def _stage_share(
+    w: Workload, lay: Layouts, layers: FloatArray, layer_time: FloatArray, head_time: FloatArray
+) -> FloatArray:
+    """Time of the slowest stage relative to "its layers + the LM head".
+
+    Frameworks balance stages by cost (nanotron assigns blocks by compute cost; Megatron-LM
+    takes explicit first/last-stage layer counts), so the slowest stage runs
+    max(ceil(l/p) layers, (l layers + head)/p); with p = 1 that is all layers + head.
+    """
+    own = layers * layer_time + head_time
+    balanced = (w.model.num_layers * layer_time + head_time) / lay.pp
+    return np.maximum(layers * layer_time, balanced) / own
+
+
+def _group_link(w: Workload, size: Numeric, stride: Numeric) -> tuple[FloatArray, FloatArray]:
+    e = w.efficiency
+    return comms.link(
+        comms.spans_nodes(size, stride, w.node_size),
+        comms.members_per_node(size, stride, w.node_size),
+        size,
+        w.intra_node_bandwidth * e.intra_node_bandwidth,
+        w.inter_node_bandwidth * e.inter_node_bandwidth,
+        e.intra_node_latency_s,
+        e.inter_node_latency_s,
+    )
+
+
+def _tp_time(w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArray) -> FloatArray:
+    """Megatron TP collectives per micro-batch: per layer 2 all-reduces forward and 2
+    backward (+2 with full recompute) of b s h values; sequence parallelism swaps each for an
+    all-gather + reduce-scatter of equal cost (Korthikanti et al. 2022, section 4.2.2).
+    """
+    bandwidth, latency = _group_link(w, lay.tp, 1.0)
+    size = tokens * w.model.hidden_size * w.activation_bytes
+    count = np.where(lay.recompute == 2, 6.0, 4.0)
+    return layers * count * comms.all_reduce_time(size, lay.tp, bandwidth, latency)
+
+
+def _context_and_expert_time(
+    w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArray, mb: _MicroBatch
+) -> FloatArray:
+    """Exposed ring-attention (cp) and expert all-to-all (ep) time per micro-batch."""
+    md, e = w.model, w.activation_bytes
+    bandwidth, latency = _group_link(w, lay.cp, lay.tp)
+    kv = tokens * 2 * np.maximum(md.num_kv_heads / lay.tp, 1.0) * md.head_dim * e
+    rounds = np.where(lay.recompute == 2, 4.0, 3.0)
+    ring = layers * rounds * (lay.cp - 1) * comms.p2p_time(kv, bandwidth, latency)
+    context = comms.exposed_time(ring, mb.attention, w.software.overlap)
+    if md.moe is None:
+        return context
+    share = arithmetic.num_moe_layers(md) / md.num_layers
+    bandwidth, latency = _group_link(w, lay.ep, lay.tp * lay.cp)
+    size = tokens * md.moe.top_k * md.hidden_size * e / lay.tp
+    count = np.where(lay.recompute == 2, 6.0, 4.0)
+    return context + layers * share * count * comms.all_to_all_time(
+        size, lay.ep, bandwidth, latency
+    )
+
+
+def _pipeline_p2p_time(w: Workload, lay: Layouts, tokens: FloatArray) -> FloatArray:
+    """Stage-boundary sends per micro-batch: activations forward, gradients backward, once
+    per model chunk (v of them when interleaved); split over t (Megatron's scatter-gather).
+    """
+    bandwidth, latency = _group_link(w, 2.0, lay.tp * lay.cp * lay.dp)
+    size = tokens * w.model.hidden_size * w.activation_bytes / lay.tp
+    per_micro_batch = 2.0 * lay.virtual_stages * comms.p2p_time(size, bandwidth, latency)
+    return np.where(lay.pp > 1, per_micro_batch, 0.0)
+
+
+def _dp_gather_times(w: Workload, lay: Layouts) -> tuple[FloatArray, FloatArray]:
+    """All-gather time of the stage's weights and reduce-scatter time of its gradients
+    over the data-parallel group (d c ranks; routed experts over d c / e).
+
+    Each volume moves as one collective per layer of the stage (FSDP units, DDP buckets),
+    so the latency is paid per layer. Gradients are reduced in the training precision.
+    """
+    wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision)
+    dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
+    dp_cp = lay.dp * lay.cp
+    collectives = memory.layers_per_stage(w.model.num_layers, lay.pp) + 1.0
+    bw, lat = _group_link(w, dp_cp, lay.tp)
+    bw_e, lat_e = _group_link(w, dp_cp / lay.ep, lay.tp * lay.ep)
+
+    def gather(per_value: float) -> FloatArray:
+        return comms.all_gather_time(
+            dense * per_value, dp_cp, bw, lat * collectives
+        ) + comms.all_gather_time(expert * per_value, dp_cp / lay.ep, bw_e, lat_e * collectives)
+
+    return gather(wbytes), gather(gbytes)
+
+
+def _dp_times(
+    w: Workload, lay: Layouts, m: FloatArray, mb: _MicroBatch
+) -> tuple[FloatArray, FloatArray]:
+    """Gross and exposed data-parallel time per step for ZeRO stages 0-3.
+
+    Stage 0: one gradient all-reduce per step, behind the last micro-batch's backward.
+    Stage 1: reduce-scatter behind that backward, parameter all-gather behind the next
+    forward. Stage 2: reduce-scatter after every micro-batch's backward. Stage 3 (FSDP):
+    every micro-batch all-gathers the weights for forward and again for backward and
+    reduce-scatters the gradients (Rajbhandari et al. 2020, section 7: 3 Psi per step).
+    """
+    params, grads = _dp_gather_times(w, lay)
+    backward, overlap = mb.backward + mb.recompute, w.software.overlap
+    exposed_grads = comms.exposed_time(grads, backward, overlap)
+    exposed_params = comms.exposed_time(params, mb.forward, overlap)
+    stages = [lay.zero_stage == 0, lay.zero_stage == 1, lay.zero_stage == 2]
+    gross = np.select(
+        stages, [2 * grads, grads + params, m * grads + params], m * (2 * params + grads)
+    )
+    zero3 = exposed_params + comms.exposed_time(params + grads, backward, overlap)
+    exposed = np.select(
+        stages,
+        [
+            comms.exposed_time(2 * grads, backward, overlap),
+            exposed_grads + exposed_params,
+            m * exposed_grads + exposed_params,
+        ],
+        m * zero3,
+    )
+    return gross, exposed
+
+
+def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tuple[FloatArray, ...]:
+    weights, gradients, optimizer = memory.model_state_bytes(
+        w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage
+    )
+    activations = memory.activation_bytes(
+        w.model,
+        tokens,
+        lay.tp,
+        lay.pp,
+        lay.sequence_parallel,
+        lay.recompute,
+        m,
+        lay.virtual_stages,
+        w.activation_bytes,
+    )
+    tensors = weights + gradients + optimizer + activations
+    other = memory.allowance_bytes(tensors)
+    return weights, gradients, optimizer, activations, other, tensors + other
+
+
+def _optimizer_parameters(w: Workload, lay: Layouts) -> FloatArray:
+    dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
+    dp_cp = lay.dp * lay.cp
+    sharded = lay.zero_stage >= 1
+    return memory.sharded(dense, dp_cp, sharded) + memory.sharded(expert, dp_cp / lay.ep, sharded)
+
+
+def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
+    """Memory and step time of every layout in ``lay`` for the scenario ``w``.
+
+    One optimizer step runs m = ceil(B / (dp b)) micro-batches through each pipeline. The
+    1F1B bubble is (p - 1) micro-batch times, (p - 1)/v interleaved (Narayanan et al. 2021,
+    section 2.2), i.e. (p - 1)/(m v) of the pipeline's busy time.
+    """
+    m = np.ceil(w.global_batch_size / (lay.dp * lay.micro_batch_size))
+    tokens = lay.micro_batch_size * w.model.seq_len / lay.cp
+    layers = memory.layers_per_stage(w.model.num_layers, lay.pp)
+    mb = _micro_batch(w, lay, tokens, layers)
+    tp_comm = _tp_time(w, lay, tokens, layers)
+    serial_comm = _context_and_expert_time(w, lay, tokens, layers, mb)
+    serial_comm = serial_comm + _pipeline_p2p_time(w, lay, tokens)
+    dp_gross, dp_exposed = _dp_times(w, lay, m, mb)
+    optimizer = compute.optimizer_time(w, _optimizer_parameters(w, lay))
+    busy = mb.forward + mb.backward + mb.recompute + tp_comm
+    bubble = (lay.pp - 1) / lay.virtual_stages * busy
+    exposed = m * serial_comm + dp_exposed
+    jitter = w.margins.network_jitter * (m * tp_comm + exposed)
+    base = m * busy + bubble + exposed + optimizer + jitter
+    overheads = jitter + w.margins.framework_overhead * base
+    memory_parts = _memory(w, lay, tokens, m)
+    return LayoutResults(
+        num_micro_batches=m,
+        tokens_per_step=m * lay.dp * lay.micro_batch_size * w.model.seq_len,
+        weights=memory_parts[0],
+        gradients=memory_parts[1],
+        optimizer=memory_parts[2],
+        activations=memory_parts[3],
+        other=memory_parts[4],
+        total_memory=memory_parts[5],
+        compute=m * (mb.forward + mb.backward) + optimizer,
+        recompute=m * mb.recompute,
+        tp_communication=m * tp_comm,
+        pp_bubble=bubble,
+        dp_communication=dp_gross,
+        exposed_communication=exposed,
+        overheads=overheads,
+        step_time=base + w.margins.framework_overhead * base,
+        memory_bound=m * mb.memory_bound + optimizer,
+    )

@@ -1,0 +1,277 @@
+"""Memory per device: weights, gradients, optimizer state, activations, allowance.
+
+Every function takes the layout parameters as numpy arrays (or scalars) that broadcast
+against each other, so the same code serves ``estimate`` (one layout) and a layout search.
+Sizes are in bytes.
+
+References
+----------
+Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter
+Models", SC20, section 3 and figure 1 (2+2+12 bytes per parameter, stages 1-3).
+Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models",
+arXiv:2205.05198, section 4 and table 2 (activations per layer).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from estimator.core import model as arithmetic
+from estimator.core._types import FloatArray, Numeric
+from estimator.core.scenario import ModelConfig
+
+GIB = 1024.0**3
+#: CUDA context, cuBLAS/cuDNN workspaces and NCCL buffers, per device. [B]
+FIXED_ALLOWANCE_BYTES = 2.0 * GIB
+#: Caching-allocator fragmentation, as a fraction of the tensors it holds. [1]
+FRAGMENTATION = 0.05
+#: Recompute modes as integer codes (array-friendly).
+RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
+
+
+def bytes_per_parameter(precision: str) -> tuple[float, float, float]:
+    """Weights, gradients and Adam optimizer state per parameter (Rajbhandari et al. 2020).
+
+    Parameters
+    ----------
+    precision : {'fp32', 'fp16', 'bf16', 'fp8'}
+
+    Returns
+    -------
+    tuple of float
+        (weights, gradients, optimizer): (4, 4, 8) for fp32 (Adam m and v); (2, 2, 12) for
+        mixed precision (16-bit weights and gradients; fp32 master copy, m and v). fp8
+        training keeps 16-bit weights and gradients (the fp8 casts are transient). [B]
+    """
+    return (4.0, 4.0, 8.0) if precision == "fp32" else (2.0, 2.0, 12.0)
+
+
+def layers_per_stage(num_layers: int, pp: Numeric) -> FloatArray:
+    """Layers on the most loaded pipeline stage, ceil(l / pp)."""
+    return np.ceil(num_layers / np.asarray(pp, dtype=np.float64))
+
+
+def layer_parameters_per_device(
+    model: ModelConfig, tp: Numeric, ep: Numeric
+) -> tuple[FloatArray, FloatArray]:
+    """Parameters of one (average) transformer layer on one device.
+
+    MoE layers are averaged in by their share of layers; attention, dense MLPs, routers and
+    shared experts split over tp, routed experts over tp and ep.
+
+    Returns
+    -------
+    tuple of ndarray
+        (dense, expert) per layer per device. [parameters]
+    """
+    tp, ep = np.asarray(tp, dtype=np.float64), np.asarray(ep, dtype=np.float64)
+    moe_share = arithmetic.num_moe_layers(model) / model.num_layers
+    routed = 0 if model.moe is None else model.moe.num_experts * arithmetic.expert_parameters(model)
+    moe_dense = arithmetic.moe_mlp_parameters(model, active=False) - routed
+    per_layer = (
+        arithmetic.attention_parameters(model)
+        + (1 - moe_share) * arithmetic.dense_mlp_parameters(model)
+        + moe_share * moe_dense
+    )
+    return per_layer / tp, moe_share * routed / (tp * ep)
+
+
+def stage_parameters(
+    model: ModelConfig, tp: Numeric, pp: Numeric, ep: Numeric
+) -> tuple[FloatArray, FloatArray]:
+    """Parameters held by one device of the most loaded stage, before ZeRO sharding.
+
+    The first stage holds the input embedding and the last the LM head (tied embeddings are
+    replicated on both, as in Megatron-LM); with pp = 1 one device holds both. Everything is
+    split over tp; routed experts also over ep.
+
+    Returns
+    -------
+    tuple of ndarray
+        (dense, expert): parameters replicated across data parallelism, and routed-expert
+        parameters (sharded over ep). [parameters]
+    """
+    pp = np.asarray(pp, dtype=np.float64)
+    layers = layers_per_stage(model.num_layers, pp)
+    dense_layer, expert_layer = layer_parameters_per_device(model, tp, ep)
+    embedding = np.where(
+        pp == 1, arithmetic.embedding_parameters(model), model.vocab_size * model.hidden_size
+    )
+    return layers * dense_layer + embedding / np.asarray(
+        tp, dtype=np.float64
+    ), layers * expert_layer
+
+
+def sharded(count: Numeric, group: Numeric, active: Numeric) -> FloatArray:
+    """``count`` divided by ``group`` where ``active`` (a ZeRO stage condition) holds."""
+    return np.asarray(count, dtype=np.float64) / np.where(active, group, 1.0)
+
+
+def model_state_bytes(
+    model: ModelConfig,
+    precision: str,
+    tp: Numeric,
+    pp: Numeric,
+    dp_cp: Numeric,
+    ep: Numeric,
+    zero_stage: Numeric,
+) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Weights, gradients and optimizer state per device under ZeRO stages 0-3.
+
+    Stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also the weights
+    over the ``dp_cp`` ranks that hold the same parameters (Rajbhandari et al. 2020, fig. 1:
+    (2 + 2 + 12) Psi / N_d at stage 3). Routed experts shard over dp_cp / ep ranks. Stage 3
+    keeps two unsharded layers for prefetching, never more than the unsharded weights.
+
+    Returns
+    -------
+    tuple of ndarray
+        (weights, gradients, optimizer). [B]
+    """
+    zero_stage = np.asarray(zero_stage)
+    dense, expert = stage_parameters(model, tp, pp, ep)
+    expert_group = np.asarray(dp_cp, dtype=np.float64) / np.asarray(ep, dtype=np.float64)
+    w_b, g_b, o_b = bytes_per_parameter(precision)
+
+    def shard(stage: int) -> FloatArray:
+        on = zero_stage >= stage
+        return sharded(dense, dp_cp, on) + sharded(expert, expert_group, on)
+
+    prefetch = 2.0 * w_b * sum(layer_parameters_per_device(model, tp, ep))
+    full_weights = w_b * (dense + expert)
+    weights = np.minimum(full_weights, w_b * shard(3) + np.where(zero_stage >= 3, prefetch, 0.0))
+    return weights, g_b * shard(2), o_b * shard(1)
+
+
+def activation_bytes_per_layer(
+    model: ModelConfig,
+    tokens: Numeric,
+    tp: Numeric,
+    sequence_parallel: Numeric,
+    recompute: Numeric,
+    bytes_per_value: float = 2.0,
+    flash_attention: bool = True,
+    dropout: bool = False,
+) -> FloatArray:
+    """Activations one layer keeps for its backward pass, for one micro-batch on one device.
+
+    Korthikanti et al. 2022, table 2, generalised to GQA, any FFN width and gated MLPs. With
+    16-bit values and a standard GPT layer (f = 4h, n_kv = n_heads) it reduces to, per layer:
+    s b h (34 + 5 a s / h) without parallelism or recompute; s b h (10 + 24/t + 5 a s/(h t))
+    with tensor parallelism; s b h (34/t + 5 a s/(h t)) adding sequence parallelism;
+    s b h 34/t with selective recompute; 2 s b h (/t with sequence parallelism) with full
+    recompute. FlashAttention (Dao et al. 2022) never stores the s x s scores, so the 5as/h
+    term is dropped unless ``flash_attention`` is False. The paper's constants include two
+    1-byte dropout masks per token (2 s b h); current LLMs train without dropout, so they
+    are left out unless ``dropout`` is True (34 becomes 32).
+
+    Parameters
+    ----------
+    tokens : array_like
+        Tokens of the micro-batch on this device, b s / cp. [tokens]
+    tp : array_like
+        Tensor-parallel size t.
+    sequence_parallel : array_like of bool
+        Whether LayerNorm/dropout activations are split over t too.
+    recompute : array_like of int
+        0 none, 1 selective, 2 full (see ``RECOMPUTE_CODES``).
+    bytes_per_value : float
+        Bytes of one activation value (2 for 16-bit, 4 for fp32); dropout masks are 1 byte.
+    flash_attention, dropout : bool
+        Whether the s x s scores are never stored, and whether dropout masks are.
+
+    Returns
+    -------
+    ndarray
+        [B]
+    """
+    tokens, tp = np.asarray(tokens, dtype=np.float64), np.asarray(tp, dtype=np.float64)
+    recompute = np.asarray(recompute)
+    h, e, heads = model.hidden_size, bytes_per_value, model.num_attention_heads
+    masks = 2.0 if dropout else 0.0
+    outside = tokens * h * (4 * e + masks) / np.where(sequence_parallel, tp, 1.0)
+    kv_width = np.maximum(model.num_kv_heads / tp, 1.0) * model.head_dim
+    attention = tokens * e * (2 * h / tp + 2 * kv_width)
+    mlp = tokens * e * _mlp_values_per_token(model) / tp
+    scores = tokens * heads * model.seq_len * (2 * e + masks / 2) / tp
+    stored = (
+        outside + attention + mlp + np.where((recompute == 0) & (not flash_attention), scores, 0.0)
+    )
+    layer_input = tokens * e * h / np.where(sequence_parallel, tp, 1.0)
+    return np.where(recompute == 2, layer_input, stored)
+
+
+def _mlp_values_per_token(model: ModelConfig) -> float:
+    """MLP values stored per token: activation input and output (2 f), 3 f when gated."""
+    per_width = 3 if model.gated_mlp else 2
+    dense = per_width * model.ffn_hidden_size
+    if model.moe is None:
+        return float(dense)
+    share = arithmetic.num_moe_layers(model) / model.num_layers
+    routed = model.moe.top_k + model.moe.num_shared_experts
+    moe = per_width * routed * model.moe.expert_ffn_hidden_size
+    return (1 - share) * dense + share * moe
+
+
+def micro_batches_in_flight(
+    pp: Numeric, num_micro_batches: Numeric, virtual_stages: Numeric
+) -> FloatArray:
+    """Micro-batches whose activations the first pipeline stage holds at peak.
+
+    1F1B: min(p, m) (Narayanan et al. 2021, section 2.2.1). Interleaved with v model chunks
+    per device: p (1 + (p - 1)/(p v)) (Korthikanti et al. 2022, section 4.2.3). Without
+    pipelining (p = 1) gradient accumulation keeps one micro-batch at a time.
+    """
+    pp, v = np.asarray(pp, dtype=np.float64), np.asarray(virtual_stages, dtype=np.float64)
+    interleaved = pp + (pp - 1.0) / v
+    in_flight = np.minimum(np.where(v > 1, interleaved, pp), num_micro_batches)
+    return np.where(pp == 1, 1.0, np.maximum(in_flight, 1.0))
+
+
+def logits_bytes(model: ModelConfig, tokens: Numeric, tp: Numeric) -> FloatArray:
+    """fp32 logits kept for the cross-entropy backward on the last stage, 4 s b V / t.
+
+    (Korthikanti et al. 2022, section 4.3.) [B]
+    """
+    return (
+        4.0
+        * np.asarray(tokens, dtype=np.float64)
+        * model.vocab_size
+        / np.asarray(tp, dtype=np.float64)
+    )
+
+
+def activation_bytes(
+    model: ModelConfig,
+    tokens: Numeric,
+    tp: Numeric,
+    pp: Numeric,
+    sequence_parallel: Numeric,
+    recompute: Numeric,
+    num_micro_batches: Numeric,
+    virtual_stages: Numeric,
+    bytes_per_value: float = 2.0,
+) -> FloatArray:
+    """Peak activation memory of the most loaded stage (first: in-flight micro-batches;
+    last: the logits), plus one layer's full working set under full recompute. [B]
+    """
+    layers = layers_per_stage(model.num_layers, pp)
+    per_layer = activation_bytes_per_layer(
+        model, tokens, tp, sequence_parallel, recompute, bytes_per_value
+    )
+    working = np.where(
+        np.asarray(recompute) == 2,
+        activation_bytes_per_layer(model, tokens, tp, sequence_parallel, 0, bytes_per_value),
+        0.0,
+    )
+    in_flight = micro_batches_in_flight(pp, num_micro_batches, virtual_stages)
+    first = in_flight * layers * per_layer + working
+    last = layers * per_layer + working + logits_bytes(model, tokens, tp)
+    return np.maximum(first, last)
+
+
+def allowance_bytes(tensor_bytes: Numeric) -> FloatArray:
+    """Memory outside tensors the model accounts for: a fixed 2 GiB (CUDA context, library
+    workspaces, NCCL buffers) plus 5 % fragmentation of the caching allocator. [B]
+    """
+    return FIXED_ALLOWANCE_BYTES + FRAGMENTATION * np.asarray(tensor_bytes, dtype=np.float64)

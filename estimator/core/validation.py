@@ -1,0 +1,353 @@
+"""Turn a scenario dict (format version 1) into a :class:`Scenario`, or raise ScenarioError.
+
+Every message names the offending key with its dotted path and says why, for example
+``model.num_layers: must be a positive integer, got -3``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
+from estimator.core.errors import ScenarioError
+from estimator.core.scenario import (
+    PIPELINE_SCHEDULES,
+    RECOMPUTE_MODES,
+    TRAINING_PRECISIONS,
+    ClusterConfig,
+    Margins,
+    ModelConfig,
+    MoEConfig,
+    ParallelismConfig,
+    Scenario,
+    TrainingConfig,
+)
+
+_MISSING: Any = object()
+#: Upper bound for any integer field, far above any real model or cluster.
+MAX_INTEGER = 2**40
+#: Largest cluster accepted: beyond it the failure model's job MTBF drops below seconds.
+MAX_DEVICES = 1_000_000
+
+
+class _Section:
+    """Typed getters over one JSON object; each error names ``prefix.key``."""
+
+    def __init__(self, data: Any, prefix: str, allowed: tuple[str, ...]) -> None:
+        if not isinstance(data, Mapping):
+            raise ScenarioError(prefix, f"must be an object, got {_show(data)}")
+        for key in data:
+            if key not in allowed:
+                raise ScenarioError(f"{prefix}.{key}", f"unknown key, expected one of {allowed}")
+        self.data, self.prefix = data, prefix
+
+    def key(self, name: str) -> str:
+        return f"{self.prefix}.{name}"
+
+    def raw(self, name: str, default: Any = _MISSING) -> Any:
+        if name in self.data and self.data[name] is not None:
+            return self.data[name]
+        if default is _MISSING:
+            raise ScenarioError(self.key(name), "is required")
+        return default
+
+    def integer(
+        self, name: str, default: Any = _MISSING, minimum: int = 1, maximum: int = MAX_INTEGER
+    ) -> int:
+        value = self.raw(name, default)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or value != int(value) or value < minimum:
+            kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+            raise ScenarioError(self.key(name), f"must be {kind}, got {_show(value)}")
+        if value > maximum:
+            raise ScenarioError(self.key(name), f"must be at most {maximum:,}, got {_show(value)}")
+        return int(value)
+
+    def number(self, name: str, default: Any = _MISSING, *, low: float, high: float) -> float:
+        value = self.raw(name, default)
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        if not ok or not math.isfinite(value) or not low <= value <= high:
+            raise ScenarioError(
+                self.key(name), f"must be a number in [{low:g}, {high:g}], got {_show(value)}"
+            )
+        return float(value)
+
+    def boolean(self, name: str, default: Any = _MISSING) -> bool:
+        value = self.raw(name, default)
+        if not isinstance(value, bool):
+            raise ScenarioError(self.key(name), f"must be true or false, got {_show(value)}")
+        return value
+
+    def choice(self, name: str, options: tuple[str, ...], default: Any = _MISSING) -> str:
+        value = self.raw(name, default)
+        if value not in options:
+            raise ScenarioError(self.key(name), f"must be one of {options}, got {_show(value)}")
+        return str(value)
+
+    def text(self, name: str, default: Any = _MISSING) -> str:
+        value = self.raw(name, default)
+        if not isinstance(value, str):
+            raise ScenarioError(self.key(name), f"must be a string, got {_show(value)}")
+        return value
+
+
+def _show(value: Any) -> str:
+    text = repr(value) if isinstance(value, str) else str(value).replace("\n", " ")
+    text = {"True": "true", "False": "false", "None": "null"}.get(text, text)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+MODEL_KEYS = (
+    "name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
+    "ffn_hidden_size", "gated_mlp", "vocab_size", "seq_len", "tied_embeddings", "moe",
+)  # fmt: skip
+MOE_KEYS = (
+    "num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts", "moe_layer_every",
+)  # fmt: skip
+PARALLELISM_KEYS = (
+    "tp", "pp", "dp", "cp", "ep", "micro_batch_size", "zero_stage", "recompute",
+    "sequence_parallel", "pipeline_schedule", "virtual_stages",
+)  # fmt: skip
+
+
+def _moe(data: Any, num_layers: int) -> MoEConfig | None:
+    if data is None:
+        return None
+    section = _Section(data, "model.moe", MOE_KEYS)
+    moe = MoEConfig(
+        num_experts=section.integer("num_experts"),
+        top_k=section.integer("top_k"),
+        expert_ffn_hidden_size=section.integer("expert_ffn_hidden_size"),
+        num_shared_experts=section.integer("num_shared_experts", 0, minimum=0),
+        moe_layer_every=section.integer("moe_layer_every", 1),
+    )
+    if moe.top_k > moe.num_experts:
+        raise ScenarioError(
+            "model.moe.top_k", f"must not exceed num_experts = {moe.num_experts}, got {moe.top_k}"
+        )
+    if moe.moe_layer_every > num_layers:
+        raise ScenarioError(
+            "model.moe.moe_layer_every",
+            f"must not exceed num_layers = {num_layers}, got {moe.moe_layer_every}",
+        )
+    return moe
+
+
+def _model(data: Any) -> ModelConfig:
+    s = _Section(data, "model", MODEL_KEYS)
+    hidden, heads = s.integer("hidden_size"), s.integer("num_attention_heads")
+    layers = s.integer("num_layers")
+    model = ModelConfig(
+        name=s.text("name", ""),
+        num_layers=layers,
+        hidden_size=hidden,
+        num_attention_heads=heads,
+        num_kv_heads=s.integer("num_kv_heads", heads),
+        ffn_hidden_size=s.integer("ffn_hidden_size", 4 * hidden),
+        gated_mlp=s.boolean("gated_mlp", False),
+        vocab_size=s.integer("vocab_size"),
+        seq_len=s.integer("seq_len"),
+        tied_embeddings=s.boolean("tied_embeddings", False),
+        moe=_moe(s.raw("moe", None), layers),
+    )
+    _check_heads(model)
+    return model
+
+
+def _check_heads(model: ModelConfig) -> None:
+    if model.hidden_size % model.num_attention_heads:
+        raise ScenarioError(
+            "model.hidden_size",
+            f"must be divisible by num_attention_heads = "
+            f"{model.num_attention_heads}, got {model.hidden_size}",
+        )
+    if model.num_kv_heads > model.num_attention_heads or (
+        model.num_attention_heads % model.num_kv_heads
+    ):
+        raise ScenarioError(
+            "model.num_kv_heads",
+            f"must divide num_attention_heads = "
+            f"{model.num_attention_heads}, got {model.num_kv_heads}",
+        )
+
+
+def _training(data: Any, spec: AcceleratorSpec) -> TrainingConfig:
+    s = _Section(data, "training", ("tokens", "global_batch_size", "precision"))
+    training = TrainingConfig(
+        tokens=s.number("tokens", low=1.0, high=1e18),
+        global_batch_size=s.integer("global_batch_size"),
+        precision=s.choice("precision", TRAINING_PRECISIONS),
+    )
+    wanted = ("tf32", "fp32") if training.precision == "fp32" else (training.precision,)
+    if not any(p in spec.peak_tflops for p in wanted):
+        have = ", ".join(sorted(spec.peak_tflops)) or "none"
+        raise ScenarioError(
+            "training.precision",
+            f"{spec.id} has no {training.precision} peak in the catalog (has: {have})",
+        )
+    return training
+
+
+def _accelerator(s: _Section) -> AcceleratorSpec:
+    accelerator = s.text("accelerator")
+    overrides = s.raw("accelerator_spec", {})
+    if not isinstance(overrides, Mapping):
+        raise ScenarioError(
+            "cluster.accelerator_spec", f"must be an object, got {_show(overrides)}"
+        )
+    catalog = load_catalog()
+    if accelerator in catalog:
+        return spec_with_overrides(catalog[accelerator], overrides)
+    if overrides:
+        return custom_spec(accelerator, overrides)
+    raise ScenarioError(
+        "cluster.accelerator",
+        f"unknown accelerator {accelerator!r}; see `python -m estimator catalog`",
+    )
+
+
+def _cluster(data: Any) -> ClusterConfig:
+    s = _Section(data, "cluster", ("accelerator", "num_gpus", "gpus_per_node", "accelerator_spec"))
+    spec = _accelerator(s)
+    return ClusterConfig(
+        accelerator=spec.id,
+        num_gpus=s.integer("num_gpus", maximum=MAX_DEVICES),
+        gpus_per_node=s.integer("gpus_per_node", spec.devices_per_node),
+        spec=spec,
+    )
+
+
+def _parallelism(data: Any) -> ParallelismConfig | None:
+    if data == "auto":
+        return None
+    if not isinstance(data, Mapping):
+        raise ScenarioError("parallelism", f'must be an object or "auto", got {_show(data)}')
+    s = _Section(data, "parallelism", PARALLELISM_KEYS)
+    tp = s.integer("tp")
+    schedule = s.choice("pipeline_schedule", PIPELINE_SCHEDULES, "1f1b")
+    layout = ParallelismConfig(
+        tp=tp,
+        pp=s.integer("pp"),
+        dp=s.integer("dp"),
+        cp=s.integer("cp", 1),
+        ep=s.integer("ep", 1),
+        micro_batch_size=s.integer("micro_batch_size"),
+        zero_stage=s.integer("zero_stage", minimum=0),
+        recompute=s.choice("recompute", RECOMPUTE_MODES),
+        sequence_parallel=s.boolean("sequence_parallel", tp > 1),
+        pipeline_schedule=schedule,
+        virtual_stages=s.integer("virtual_stages", 1),
+    )
+    if layout.zero_stage > 3:
+        raise ScenarioError(
+            "parallelism.zero_stage", f"must be 0, 1, 2 or 3, got {layout.zero_stage}"
+        )
+    if layout.virtual_stages > 1 and schedule != "interleaved":
+        raise ScenarioError(
+            "parallelism.virtual_stages", "more than 1 needs pipeline_schedule 'interleaved'"
+        )
+    return layout
+
+
+def _margins(data: Any) -> Margins:
+    s = _Section(data, "margins", ("framework_overhead", "network_jitter"))
+    return Margins(
+        framework_overhead=s.number("framework_overhead", 0.10, low=0.0, high=10.0),
+        network_jitter=s.number("network_jitter", 0.05, low=0.0, high=10.0),
+    )
+
+
+def validate_scenario(data: Any) -> Scenario:
+    """Check every field of a scenario dict and return the typed :class:`Scenario`.
+
+    Raises
+    ------
+    ScenarioError
+        The first problem found, naming the key (``.key``) and the reason (``.reason``).
+    """
+    if not isinstance(data, Mapping):
+        raise ScenarioError("scenario", f"must be a JSON object, got {_show(data)}")
+    version = data.get("format_version", _MISSING)
+    if version is _MISSING:
+        raise ScenarioError("format_version", "is required (1)")
+    if version != 1 or isinstance(version, bool):
+        raise ScenarioError("format_version", f"must be 1, got {_show(version)}")
+    for section in ("model", "training", "cluster", "parallelism"):
+        if section not in data:
+            raise ScenarioError(section, "is required")
+    cluster = _cluster(data["cluster"])
+    scenario = Scenario(
+        model=_model(data["model"]),
+        training=_training(data["training"], cluster.spec),
+        cluster=cluster,
+        parallelism=_parallelism(data["parallelism"]),
+        margins=_margins(data.get("margins") or {}),
+    )
+    if scenario.parallelism is not None:
+        check_layout(scenario, scenario.parallelism)
+    return scenario
+
+
+def _fail(key: str, reason: str) -> None:
+    raise ScenarioError(key, reason)
+
+
+def check_layout(scenario: Scenario, layout: ParallelismConfig) -> None:
+    """Cross-field checks of one explicit layout against the model and the cluster."""
+    product = layout.tp * layout.pp * layout.dp * layout.cp
+    if product != scenario.cluster.num_gpus:
+        _fail(
+            "parallelism",
+            f"tp * pp * dp * cp = {product} must equal cluster.num_gpus = "
+            f"{scenario.cluster.num_gpus}",
+        )
+    _check_model_split(scenario.model, layout)
+    _check_batch(scenario, layout)
+
+
+def _check_model_split(model: ModelConfig, layout: ParallelismConfig) -> None:
+    heads, kv, tp = model.num_attention_heads, model.num_kv_heads, layout.tp
+    if heads % tp:
+        _fail("parallelism.tp", f"must divide model.num_attention_heads = {heads}, got {tp}")
+    if kv % tp and tp % kv:
+        _fail(
+            "parallelism.tp",
+            f"must divide model.num_kv_heads = {kv} or be a multiple of it, got {tp}",
+        )
+    stages = layout.pp * layout.virtual_stages
+    if model.num_layers < stages:
+        _fail(
+            "parallelism.pp",
+            f"pp * virtual_stages = {stages} exceeds model.num_layers = {model.num_layers}",
+        )
+    if layout.virtual_stages > 1 and layout.pp == 1:
+        _fail("parallelism.pipeline_schedule", "'interleaved' with virtual_stages > 1 needs pp > 1")
+    if model.seq_len % layout.cp:
+        _fail("parallelism.cp", f"must divide model.seq_len = {model.seq_len}, got {layout.cp}")
+    _check_experts(model, layout)
+
+
+def _check_experts(model: ModelConfig, layout: ParallelismConfig) -> None:
+    if layout.ep == 1:
+        return
+    if model.moe is None:
+        _fail("parallelism.ep", f"ep > 1 needs model.moe, got {layout.ep}")
+    elif model.moe.num_experts % layout.ep:
+        _fail(
+            "parallelism.ep",
+            f"must divide model.moe.num_experts = {model.moe.num_experts}, got {layout.ep}",
+        )
+    if (layout.dp * layout.cp) % layout.ep:
+        _fail("parallelism.ep", f"must divide dp * cp = {layout.dp * layout.cp}, got {layout.ep}")
+
+
+def _check_batch(scenario: Scenario, layout: ParallelismConfig) -> None:
+    per_step = layout.dp * layout.micro_batch_size
+    batch = scenario.training.global_batch_size
+    if per_step > batch:
+        _fail(
+            "parallelism.micro_batch_size",
+            f"dp * micro_batch_size = {per_step} exceeds training.global_batch_size = {batch}",
+        )

@@ -1,0 +1,94 @@
+"""Scalars shared by every layout of one scenario: model, batch, hardware rates, margins.
+
+Built once per scenario so that evaluating many layouts (``layout.evaluate_layouts``) only
+does array arithmetic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.core import model as arithmetic
+from estimator.core.calibration import SOFTWARE, Efficiency, Software, efficiency_for
+from estimator.core.catalog import AcceleratorSpec
+from estimator.core.scenario import Margins, ModelConfig, Scenario
+
+TPU_FAMILY = "google-tpu"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Per-scenario constants, in SI units (FLOP/s, B/s, s, B).
+
+    Attributes
+    ----------
+    peak_matmul_flops : float
+        Dense peak for the training precision's matmuls (fp32 uses TF32 where present). [FLOP/s]
+    peak_attention_flops : float
+        Dense peak for attention and other 16-bit work (fp8 training keeps attention in
+        bf16). [FLOP/s]
+    node_size : int
+        Devices in one fast (NVLink-class) domain; a TPU slice is one ICI domain.
+    """
+
+    model: ModelConfig
+    spec: AcceleratorSpec
+    efficiency: Efficiency
+    software: Software
+    margins: Margins
+    precision: str
+    global_batch_size: int
+    tokens: float
+    num_gpus: int
+    node_size: int
+    peak_matmul_flops: float
+    peak_attention_flops: float
+    memory_bandwidth: float
+    intra_node_bandwidth: float
+    inter_node_bandwidth: float
+    activation_bytes: float
+    parameters: float
+    active_parameters: float
+
+
+def matmul_peak_tflops(spec: AcceleratorSpec, precision: str) -> float:
+    """Dense peak used for matmuls at a training precision. [TFLOP/s]"""
+    if precision == "fp32":
+        return spec.peak_tflops.get("tf32", spec.peak_tflops.get("fp32", 0.0))
+    return spec.peak_tflops.get(precision, 0.0)
+
+
+def attention_peak_tflops(spec: AcceleratorSpec, precision: str) -> float:
+    """Dense peak for attention: 16-bit for fp8 training (no fp8 FlashAttention). [TFLOP/s]"""
+    if precision != "fp8":
+        return matmul_peak_tflops(spec, precision)
+    return spec.peak_tflops.get("bf16", spec.peak_tflops.get("fp16", 0.0))
+
+
+def build_workload(
+    scenario: Scenario, efficiency: Efficiency | None = None, software: Software | None = None
+) -> Workload:
+    """Collect the per-scenario constants (``efficiency``/``software`` override calibration)."""
+    spec, cluster = scenario.cluster.spec, scenario.cluster
+    precision = scenario.training.precision
+    is_tpu = spec.family == TPU_FAMILY
+    return Workload(
+        model=scenario.model,
+        spec=spec,
+        efficiency=efficiency or efficiency_for(spec.family),
+        software=software or SOFTWARE,
+        margins=scenario.margins,
+        precision=precision,
+        global_batch_size=scenario.training.global_batch_size,
+        tokens=scenario.training.tokens,
+        num_gpus=cluster.num_gpus,
+        node_size=cluster.num_gpus if is_tpu else cluster.gpus_per_node,
+        peak_matmul_flops=matmul_peak_tflops(spec, precision) * 1e12,
+        peak_attention_flops=attention_peak_tflops(spec, precision) * 1e12,
+        memory_bandwidth=spec.memory_bandwidth_tbs * 1e12,
+        intra_node_bandwidth=spec.intra_node_bandwidth_gbs * 1e9,
+        inter_node_bandwidth=spec.inter_node_bandwidth_gbps * 1e9 / 8.0,
+        activation_bytes=4.0 if precision == "fp32" else 2.0,
+        parameters=float(arithmetic.total_parameters(scenario.model)),
+        active_parameters=float(arithmetic.active_parameters(scenario.model)),
+    )

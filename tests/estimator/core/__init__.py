@@ -1,0 +1,1 @@
+"""Tests of estimator.core: no database, no Django."""

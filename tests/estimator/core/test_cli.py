@@ -1,0 +1,71 @@
+"""python -m estimator: estimate and catalog, exit codes and streams."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .scenarios import SMALL, scenario
+from .test_catalog import CONTRACT_IDS
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "estimator", *args],
+        cwd=ROOT,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_cli_estimate_file_prints_json(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(SMALL))
+    done = run("estimate", str(path))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["tokens_per_s_per_gpu"] > 0
+    assert result["format_version"] == 1
+
+
+def test_cli_estimate_stdin() -> None:
+    done = run("estimate", "-", stdin=json.dumps(SMALL))
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["parameters"] > 0
+
+
+def test_cli_estimate_bad_key_exits_2_naming_it() -> None:
+    done = run("estimate", "-", stdin=json.dumps(scenario(SMALL, model={"num_layers": -3})))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == "model.num_layers: must be a positive integer, got -3\n"
+
+
+def test_cli_estimate_invalid_json_exits_2() -> None:
+    done = run("estimate", "-", stdin="{not json")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("scenario: not valid JSON")
+    assert done.stderr.count("\n") == 1
+
+
+def test_cli_estimate_missing_file_exits_2(tmp_path: Path) -> None:
+    done = run("estimate", str(tmp_path / "absent.json"))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("scenario:")
+
+
+def test_cli_catalog_lists_every_contract_id() -> None:
+    done = run("catalog")
+    assert done.returncode == 0
+    listed = [line.split()[0] for line in done.stdout.splitlines()]
+    assert set(CONTRACT_IDS) <= set(listed)
+    assert len(listed) == len(set(listed))
