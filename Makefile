@@ -41,6 +41,7 @@ accuracy: install  ## score the estimator on ../shared/calibration and rewrite d
 
 bench: install  ## print the estimator's speed figures
 	$(PY) benchmarks/bench_estimator.py
+	$(PY) benchmarks/bench_search.py
 
 clean:
 	rm -rf $(VENV) var staticfiles *.egg-info

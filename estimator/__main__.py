@@ -1,4 +1,5 @@
-"""Command line: ``python -m estimator estimate FILE|-`` and ``python -m estimator catalog``.
+"""Command line: ``python -m estimator estimate FILE|-``, ``search FILE|- [--top K]
+[--objective time|cost]`` and ``catalog``.
 
 Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
 stdout then.
@@ -12,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from estimator.core import ScenarioError, estimate, load_catalog
+from estimator.core import ScenarioError, estimate, load_catalog, search
 
 EXIT_BAD_INPUT = 2
 
@@ -36,6 +37,12 @@ def _estimate(path: str) -> int:
     return 0
 
 
+def _search(path: str, top_k: int, objective: str) -> int:
+    result = search(_read(path), top_k=top_k, objective=objective)
+    sys.stdout.write(json.dumps(result, allow_nan=False) + "\n")
+    return 0
+
+
 def _catalog() -> int:
     for spec in load_catalog().values():
         peaks = " ".join(f"{p}={v:g}" for p, v in spec.peak_tflops.items())
@@ -51,9 +58,15 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("estimate", help="estimate one scenario (JSON file or '-')")
     run.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
+    find = commands.add_parser("search", help="best layouts of a scenario (JSON file or '-')")
+    find.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
+    find.add_argument("--top", type=int, default=5, help="layouts to return (default 5)")
+    find.add_argument("--objective", choices=("time", "cost"), default="time")
     commands.add_parser("catalog", help="list the accelerator catalog, one line each")
     args = parser.parse_args(argv)
     try:
+        if args.command == "search":
+            return _search(args.scenario, args.top, args.objective)
         return _estimate(args.scenario) if args.command == "estimate" else _catalog()
     except ScenarioError as exc:
         sys.stderr.write(f"{exc.key}: {exc.reason}\n")

@@ -1,21 +1,26 @@
 """TrainPlan estimator core: pure Python + numpy, no Django.
 
 Public API: :func:`estimate`, :func:`validate_scenario`, :class:`ScenarioError`,
-:func:`load_catalog` and :class:`AcceleratorSpec`; the per-layout formulas for a layout
-search are :class:`Layouts` and :func:`evaluate_layouts`.
+:func:`load_catalog` and :class:`AcceleratorSpec`; the layout search is :func:`search`
+(:func:`search_chunk` and :func:`merge_search_results` split it into mergeable slices);
+capacity planning is :func:`plan_capacity` over :class:`ClusterOption`;
+the per-layout formulas for a layout search are :class:`Layouts` and :func:`evaluate_layouts`.
 """
 
+from estimator.core.capacity import ClusterOption, plan_capacity
 from estimator.core.catalog import AcceleratorSpec, load_catalog
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import ESTIMATOR_VERSION, estimate
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.scenario import Scenario
+from estimator.core.search import merge_search_results, search, search_chunk
 from estimator.core.validation import validate_scenario
 
 __version__ = ESTIMATOR_VERSION
 __all__ = [
     "ESTIMATOR_VERSION",
     "AcceleratorSpec",
+    "ClusterOption",
     "LayoutResults",
     "Layouts",
     "Scenario",
@@ -24,5 +29,9 @@ __all__ = [
     "estimate",
     "evaluate_layouts",
     "load_catalog",
+    "merge_search_results",
+    "plan_capacity",
+    "search",
+    "search_chunk",
     "validate_scenario",
 ]

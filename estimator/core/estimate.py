@@ -13,7 +13,7 @@ from estimator.core.goodput import goodput
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig, Scenario
-from estimator.core.validation import validate_scenario
+from estimator.core.validation import price_per_gpu_hour, validate_scenario
 from estimator.core.workload import Workload, build_workload
 
 ESTIMATOR_VERSION = "0.1.0"
@@ -190,8 +190,9 @@ def estimate(scenario: Mapping[str, Any] | Scenario) -> dict[str, Any]:
     Parameters
     ----------
     scenario : dict or Scenario
-        A scenario in the contract's format (version 1) with an explicit ``parallelism``,
-        or an already validated :class:`Scenario`.
+        A scenario in the contract's format (version 1), or an already validated
+        :class:`Scenario`. With ``parallelism: "auto"`` the layout search picks the fastest
+        layout that fits (:func:`estimator.core.search.estimate_auto`).
 
     Returns
     -------
@@ -203,6 +204,13 @@ def estimate(scenario: Mapping[str, Any] | Scenario) -> dict[str, Any]:
     ScenarioError
         When a field is invalid; ``.key`` names it.
     """
+    price = None
     if not isinstance(scenario, Scenario):
+        price = price_per_gpu_hour(scenario)
         scenario = validate_scenario(scenario)
+    if scenario.parallelism is None:
+        # Imported here: the search builds its results through estimate_scenario.
+        from estimator.core.search import estimate_auto
+
+        return estimate_auto(scenario, price)
     return estimate_scenario(scenario)

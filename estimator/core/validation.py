@@ -259,6 +259,19 @@ def _margins(data: Any) -> Margins:
     )
 
 
+def price_per_gpu_hour(data: Any) -> float | None:
+    """The optional ``cost.price_per_gpu_hour`` of a scenario dict (None when absent).
+
+    Used by the layout search's ``"cost"`` objective; the amount is in the caller's currency.
+    """
+    if not isinstance(data, Mapping) or data.get("cost") is None:
+        return None
+    s = _Section(data["cost"], "cost", ("price_per_gpu_hour",))
+    if s.raw("price_per_gpu_hour", None) is None:
+        return None
+    return s.number("price_per_gpu_hour", low=0.0, high=1e6)
+
+
 def validate_scenario(data: Any) -> Scenario:
     """Check every field of a scenario dict and return the typed :class:`Scenario`.
 
@@ -278,6 +291,7 @@ def validate_scenario(data: Any) -> Scenario:
         if section not in data:
             raise ScenarioError(section, "is required")
     cluster = _cluster(data["cluster"])
+    price_per_gpu_hour(data)
     scenario = Scenario(
         model=_model(data["model"]),
         training=_training(data["training"], cluster.spec),

@@ -105,12 +105,11 @@ def test_estimate_warns_does_not_fit() -> None:
     assert f"does not fit: {needed} GiB needed of 80 GiB" in result["warnings"]
 
 
-def test_estimate_auto_parallelism_is_rejected_until_search() -> None:
-    from estimator.core import ScenarioError
-
-    with pytest.raises(ScenarioError) as info:
-        estimate(scenario(SMALL, parallelism="auto"))
-    assert info.value.key == "parallelism"
+def test_estimate_auto_parallelism_picks_a_fitting_layout() -> None:
+    result = estimate(scenario(SMALL, parallelism="auto"))
+    assert result["fits_in_memory"]
+    layout = result["parallelism"]
+    assert layout["tp"] * layout["pp"] * layout["dp"] * layout["cp"] == 16
 
 
 def test_estimate_moe_active_parameters_below_total() -> None:

@@ -1,0 +1,157 @@
+"""Capacity planning: which cluster trains a model by a deadline, or within a budget, cheapest.
+
+For every candidate accelerator option and every cluster size up to its ``max_gpus`` the
+layout search (:func:`estimator.core.search.search`) finds the fastest layout that fits;
+each size becomes a point (training days, cost). Cluster sizes tried are the powers of two
+and the node multiples ``node x 2^k`` and ``node x 3 x 2^k`` (k >= 0), plus ``max_gpus``
+itself when it is a node multiple: a geometric ladder, since throughput changes slowly
+between neighbouring sizes and each size costs one whole search.
+
+Cost is ``gpu_hours x price_per_gpu_hour`` in the caller's currency (floats: this is a
+planning figure, not an invoice).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from estimator.core.catalog import load_catalog
+from estimator.core.errors import ScenarioError
+from estimator.core.search import search
+
+
+@dataclass(frozen=True)
+class ClusterOption:
+    """One way to buy compute: an accelerator, its price and how many can be had.
+
+    Attributes
+    ----------
+    accelerator : str
+        Catalog id.
+    price_per_gpu_hour : float
+        Price of one device for one hour. [currency / h]
+    max_gpus : int
+        Most devices available.
+    gpus_per_node : int or None
+        Devices per node; None takes the catalog's.
+    """
+
+    accelerator: str
+    price_per_gpu_hour: float
+    max_gpus: int
+    gpus_per_node: int | None = None
+
+
+def cluster_sizes(max_gpus: int, node_size: int) -> list[int]:
+    """Cluster sizes tried for one option, ascending (see the module docstring)."""
+    sizes = {1 << k for k in range(max_gpus.bit_length()) if 1 << k <= max_gpus}
+    for base in (node_size, 3 * node_size):
+        size = base
+        while size <= max_gpus:
+            sizes.add(size)
+            size *= 2
+    if max_gpus % node_size == 0:
+        sizes.add(max_gpus)
+    return sorted(sizes)
+
+
+def _node_size(option: ClusterOption) -> int:
+    if option.gpus_per_node is not None:
+        return option.gpus_per_node
+    catalog = load_catalog()
+    if option.accelerator not in catalog:
+        raise ScenarioError("options.accelerator", f"unknown accelerator {option.accelerator!r}")
+    return catalog[option.accelerator].devices_per_node
+
+
+def _point(
+    scenario: Mapping[str, Any], option: ClusterOption, num_gpus: int
+) -> dict[str, Any] | None:
+    cluster: dict[str, Any] = {"accelerator": option.accelerator, "num_gpus": num_gpus}
+    if option.gpus_per_node is not None:
+        cluster["gpus_per_node"] = option.gpus_per_node
+    data = {**scenario, "format_version": 1, "cluster": cluster, "parallelism": "auto"}
+    found = search(data, top_k=1)
+    if not found["results"]:
+        return None
+    best = found["results"][0]
+    return {
+        "accelerator": option.accelerator,
+        "num_gpus": num_gpus,
+        "price_per_gpu_hour": option.price_per_gpu_hour,
+        "training_days": best["training_days"],
+        "gpu_hours": best["gpu_hours"],
+        "cost": best["gpu_hours"] * option.price_per_gpu_hour,
+        "mfu": best["mfu"],
+        "parallelism": best["parallelism"],
+    }
+
+
+def pareto_frontier(points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Points no other point beats on both cost and days, fastest first."""
+    frontier: list[dict[str, Any]] = []
+    cheapest = float("inf")
+    for point in sorted(points, key=lambda p: (p["training_days"], p["cost"])):
+        if point["cost"] < cheapest:
+            frontier.append(dict(point))
+            cheapest = point["cost"]
+    return frontier
+
+
+def _meets(point: Mapping[str, Any], deadline_days: float | None, budget: float | None) -> bool:
+    on_time = deadline_days is None or point["training_days"] <= deadline_days
+    affordable = budget is None or point["cost"] <= budget
+    return on_time and affordable
+
+
+def plan_capacity(
+    scenario: Mapping[str, Any],
+    options: Iterable[ClusterOption],
+    *,
+    deadline_days: float | None = None,
+    budget: float | None = None,
+) -> dict[str, Any]:
+    """Cluster options that meet a deadline and/or a budget, cheapest first.
+
+    Parameters
+    ----------
+    scenario : dict
+        ``model``, ``training`` (its ``tokens`` is what must be trained) and optional
+        ``margins`` in the contract's format; ``cluster`` and ``parallelism`` are replaced.
+    options : iterable of ClusterOption
+        Accelerators to consider, with price and availability.
+    deadline_days : float, optional
+        Latest acceptable wall-clock training time. [days]
+    budget : float, optional
+        Highest acceptable cost. [currency]
+
+    Returns
+    -------
+    dict
+        ``feasible``: points meeting both limits, cheapest first (then fastest);
+        ``frontier``: the cost-versus-days Pareto frontier of every point, fastest first;
+        ``points_evaluated``, ``sizes_without_fitting_layout`` and ``seconds``.
+    """
+    began = time.perf_counter()
+    points, misses = [], 0
+    for option in options:
+        for size in cluster_sizes(option.max_gpus, _node_size(option)):
+            point = _point(scenario, option, size)
+            if point is None:
+                misses += 1
+            else:
+                points.append(point)
+    feasible = sorted(
+        (p for p in points if _meets(p, deadline_days, budget)),
+        key=lambda p: (p["cost"], p["training_days"]),
+    )
+    return {
+        "feasible": feasible,
+        "frontier": pareto_frontier(points),
+        "points_evaluated": len(points) + misses,
+        "sizes_without_fitting_layout": misses,
+        "seconds": time.perf_counter() - began,
+    }

@@ -1,0 +1,469 @@
+"""Layout search: every valid parallel layout of a scenario, evaluated at once, best first.
+
+The grid is the Cartesian product of per-axis candidates (each axis already filtered by the
+rules that involve only the model):
+
+* ``tp``: powers of two up to the cluster size that divide the attention heads and divide,
+  or are a multiple of, the KV heads. Groups wider than a node are kept; their estimates
+  warn that the collectives cross the scale-out network.
+* ``pp``: divisors of ``num_layers`` up to the cluster size, so every stage holds the same
+  number of layers (uneven splits are left to explicit layouts).
+* ``cp``: 1, and powers of two with ``seq_len`` divisible by 2 cp (ring attention splits
+  the sequence into 2 cp chunks for load balance) and at least 2,048 tokens per rank.
+* ``ep``: 1 for dense models; divisors of ``num_experts`` for MoE.
+* ``micro_batch_size``: divisors of ``global_batch_size``.
+* ZeRO stage 0-3, recompute none/selective/full, sequence parallelism whenever tp > 1.
+* ``virtual_stages``: 1 (1F1B) or a divisor v > 1 of ``num_layers`` (interleaved).
+
+Rules that tie axes together reject a layout with a reason: ``gpus_indivisible`` (tp pp cp
+does not divide the cluster), ``experts_indivisible`` (ep does not divide dp cp),
+``batch_indivisible`` (dp b does not divide the global batch), ``schedule`` (interleaving
+needs pp > 1, pp v dividing the layers and micro-batches divisible by pp, as in
+Megatron-LM) and ``does_not_fit`` (memory). Each rejected layout counts once, under the
+first rule it breaks, so ``layouts_considered = layouts_fitting + sum(rejected)``.
+
+The grid is one flat index space; :func:`search_chunk` evaluates a contiguous slice of it
+and :func:`merge_search_results` combines slices, so the work splits into independent
+tasks whose merge equals :func:`search`.
+
+Objective ``"time"`` ranks by ``training_days``; ``"cost"`` by ``gpu_hours`` (times the
+optional ``cost.price_per_gpu_hour``). At a fixed GPU count the two orders are the same,
+since gpu_hours = training_days x 24 x num_gpus; they differ only across cluster sizes
+(see :mod:`estimator.core.capacity`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from estimator.core.errors import ScenarioError
+from estimator.core.estimate import FORMAT_VERSION, estimate_scenario
+from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.memory import GIB, RECOMPUTE_CODES
+from estimator.core.scenario import RECOMPUTE_MODES, ParallelismConfig, Scenario
+from estimator.core.validation import price_per_gpu_hour, validate_scenario
+from estimator.core.workload import Workload, build_workload
+
+OBJECTIVES = ("time", "cost")
+#: Layouts evaluated per evaluate_layouts call, bounding temporary memory (~0.5 GB).
+CHUNK_LAYOUTS = 1 << 18
+#: Grid indices decoded and filtered at a time.
+BLOCK_LAYOUTS = 1 << 20
+#: Extra candidates estimated beyond top_k so that ties and rounding cannot change the order.
+_SLACK = 8
+#: Fewest tokens per rank along the sequence for context parallelism.
+MIN_TOKENS_PER_CP_RANK = 2048
+AXES = ("tp", "pp", "cp", "ep", "micro_batch_size", "zero_stage", "recompute", "virtual_stages")
+REJECTION_REASONS = (
+    "gpus_indivisible",
+    "experts_indivisible",
+    "batch_indivisible",
+    "schedule",
+    "does_not_fit",
+)
+
+IntArray = npt.NDArray[np.int64]
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    return [1 << k for k in range(limit.bit_length()) if 1 << k <= limit]
+
+
+def _tp_candidates(scenario: Scenario) -> list[int]:
+    md = scenario.model
+    return [
+        t
+        for t in _powers_of_two(scenario.cluster.num_gpus)
+        if md.num_attention_heads % t == 0
+        and (md.num_kv_heads % t == 0 or t % md.num_kv_heads == 0)
+    ]
+
+
+def _cp_candidates(scenario: Scenario) -> list[int]:
+    seq = scenario.model.seq_len
+    return [1] + [
+        c
+        for c in _powers_of_two(scenario.cluster.num_gpus)[1:]
+        if seq % (2 * c) == 0 and seq // c >= MIN_TOKENS_PER_CP_RANK
+    ]
+
+
+def grid_axes(scenario: Scenario) -> dict[str, IntArray]:
+    """Per-axis candidate values of the search grid (see the module docstring)."""
+    md, gpus = scenario.model, scenario.cluster.num_gpus
+    experts = md.moe.num_experts if md.moe is not None else 1
+    axes = {
+        "tp": _tp_candidates(scenario),
+        "pp": _divisors(md.num_layers, gpus),
+        "cp": _cp_candidates(scenario),
+        "ep": _divisors(experts, gpus),
+        "micro_batch_size": _divisors(scenario.training.global_batch_size, 1 << 40),
+        "zero_stage": [0, 1, 2, 3],
+        "recompute": [RECOMPUTE_CODES[m] for m in RECOMPUTE_MODES],
+        "virtual_stages": _divisors(md.num_layers, md.num_layers),
+    }
+    return {name: np.asarray(values, dtype=np.int64) for name, values in axes.items()}
+
+
+def grid_size(scenario: Scenario) -> int:
+    """Number of layouts in the whole grid (``layouts_considered`` of :func:`search`)."""
+    return int(np.prod([len(v) for v in grid_axes(scenario).values()]))
+
+
+@dataclass(frozen=True)
+class _Slice:
+    """The layouts of one slice of the grid that pass the structural rules."""
+
+    flat_index: IntArray
+    columns: dict[str, IntArray]
+    rejected: dict[str, int]
+
+
+def _decode(axes: dict[str, IntArray], flat: IntArray) -> dict[str, IntArray]:
+    shape = tuple(len(axes[name]) for name in AXES)
+    positions = np.unravel_index(flat, shape)
+    return {name: axes[name][pos] for name, pos in zip(AXES, positions, strict=True)}
+
+
+def _structural_reasons(scenario: Scenario, col: dict[str, IntArray]) -> IntArray:
+    """Index into REJECTION_REASONS of the first rule each layout breaks; -1 when none."""
+    gpus, batch = scenario.cluster.num_gpus, scenario.training.global_batch_size
+    model_parallel = col["tp"] * col["pp"] * col["cp"]
+    dp = np.maximum(gpus // model_parallel, 1)
+    m = -(-batch // (dp * col["micro_batch_size"]))
+    v, pp = col["virtual_stages"], col["pp"]
+    interleaved = v > 1
+    schedule_bad = interleaved & ((pp == 1) | (scenario.model.num_layers % (pp * v) != 0))
+    schedule_bad |= interleaved & (m % pp != 0)
+    rules = [
+        gpus % model_parallel != 0,
+        (dp * col["cp"]) % col["ep"] != 0,
+        batch % (dp * col["micro_batch_size"]) != 0,
+        schedule_bad,
+    ]
+    reason = np.full(model_parallel.shape, -1, dtype=np.int64)
+    for code in range(len(rules) - 1, -1, -1):
+        reason = np.where(rules[code], code, reason)
+    return reason
+
+
+def _structural_slice(scenario: Scenario, start: int, stop: int) -> _Slice:
+    axes = grid_axes(scenario)
+    flat = np.arange(start, stop, dtype=np.int64)
+    columns = _decode(axes, flat)
+    reason = _structural_reasons(scenario, columns)
+    counts = np.bincount(reason[reason >= 0], minlength=len(REJECTION_REASONS))
+    rejected = {name: int(c) for name, c in zip(REJECTION_REASONS, counts, strict=True)}
+    keep = reason < 0
+    kept = {name: values[keep] for name, values in columns.items()}
+    kept["dp"] = scenario.cluster.num_gpus // (kept["tp"] * kept["pp"] * kept["cp"])
+    return _Slice(flat[keep], kept, rejected)
+
+
+def layouts_from_columns(columns: Mapping[str, IntArray]) -> Layouts:
+    """The :class:`Layouts` of integer grid columns (sequence parallel whenever tp > 1)."""
+    c = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+    return Layouts.from_arrays(
+        tp=c["tp"],
+        pp=c["pp"],
+        dp=c["dp"],
+        cp=c["cp"],
+        ep=c["ep"],
+        micro_batch_size=c["micro_batch_size"],
+        zero_stage=c["zero_stage"],
+        recompute=c["recompute"],
+        sequence_parallel=c["tp"] > 1,
+        virtual_stages=c["virtual_stages"],
+    )
+
+
+def layout_config(columns: Mapping[str, IntArray], row: int) -> ParallelismConfig:
+    """Row ``row`` of the grid columns as an explicit :class:`ParallelismConfig`."""
+    value = {name: int(columns[name][row]) for name in (*AXES, "dp")}
+    return ParallelismConfig(
+        tp=value["tp"],
+        pp=value["pp"],
+        dp=value["dp"],
+        cp=value["cp"],
+        ep=value["ep"],
+        micro_batch_size=value["micro_batch_size"],
+        zero_stage=value["zero_stage"],
+        recompute=RECOMPUTE_MODES[value["recompute"]],
+        sequence_parallel=value["tp"] > 1,
+        pipeline_schedule="interleaved" if value["virtual_stages"] > 1 else "1f1b",
+        virtual_stages=value["virtual_stages"],
+    )
+
+
+@dataclass(frozen=True)
+class _Evaluated:
+    """Seconds per token and memory of the structurally valid layouts of a slice."""
+
+    seconds_per_token: npt.NDArray[np.float64]
+    total_memory: npt.NDArray[np.float64]
+
+
+def _evaluate(w: Workload, columns: Mapping[str, IntArray]) -> _Evaluated:
+    count = len(columns["tp"])
+    per_token, memory = np.empty(count), np.empty(count)
+    for start in range(0, count, CHUNK_LAYOUTS):
+        part = {k: v[start : start + CHUNK_LAYOUTS] for k, v in columns.items()}
+        with np.errstate(all="ignore"):
+            r = evaluate_layouts(w, layouts_from_columns(part))
+        stop = start + len(part["tp"])
+        per_token[start:stop] = r.step_time / r.tokens_per_step
+        memory[start:stop] = r.total_memory
+    return _Evaluated(per_token, memory)
+
+
+def _rank_key(result: Mapping[str, Any], objective: str) -> tuple[Any, ...]:
+    """Sort key of an estimate output: the objective, then the layout (for stable ties)."""
+    p = result["parallelism"]
+    figure = result["training_days"] if objective == "time" else result["gpu_hours"]
+    layout = tuple(p[k] for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch_size"))
+    extra = (p["zero_stage"], RECOMPUTE_CODES[p["recompute"]], p["virtual_stages"])
+    return (figure, *layout, *extra)
+
+
+def _with_cost(result: dict[str, Any], price: float | None) -> dict[str, Any]:
+    if price is not None:
+        result["cost"] = {"price_per_gpu_hour": price, "total": result["gpu_hours"] * price}
+    return result
+
+
+def _estimate_rows(
+    scenario: Scenario, columns: Mapping[str, IntArray], rows: IntArray
+) -> list[dict[str, Any]]:
+    """Full ``estimate`` outputs of some rows, through estimate's own code path."""
+    return [
+        estimate_scenario(
+            dataclasses.replace(scenario, parallelism=layout_config(columns, int(row)))
+        )
+        for row in rows
+    ]
+
+
+def _best_rows(order_by: npt.NDArray[np.float64], flat: IntArray, count: int) -> IntArray:
+    """Indices of the ``count`` smallest values, ties broken by grid index."""
+    if len(order_by) > count:
+        candidates = np.argpartition(order_by, count - 1)[:count]
+        cutoff = order_by[candidates].max()
+        candidates = np.flatnonzero(order_by <= cutoff)
+    else:
+        candidates = np.arange(len(order_by))
+    ranked = candidates[np.lexsort((flat[candidates], order_by[candidates]))]
+    return ranked[:count]
+
+
+@dataclass(frozen=True)
+class _Request:
+    scenario: Scenario
+    top_k: int
+    objective: str
+    price: float | None
+
+
+def _request(scenario: Mapping[str, Any] | Scenario, top_k: int, objective: str) -> _Request:
+    if objective not in OBJECTIVES:
+        raise ScenarioError("objective", f"must be one of {OBJECTIVES}, got {objective!r}")
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ScenarioError("top_k", f"must be a positive integer, got {top_k!r}")
+    price = None
+    if not isinstance(scenario, Scenario):
+        price = price_per_gpu_hour(scenario)
+        scenario = validate_scenario(scenario)
+    if objective == "cost" and price is None:
+        raise ScenarioError("cost.price_per_gpu_hour", "is required for objective 'cost'")
+    return _Request(scenario, top_k, objective, price)
+
+
+@dataclass(frozen=True)
+class _Scan:
+    """What a pass over a range of the grid keeps: counts, the best fitting candidates
+    (columns with their grid index ``flat``) and the structurally valid layout that needs
+    the least memory (empty columns when there is none).
+    """
+
+    rejected: dict[str, int]
+    fitting: int
+    valid: int
+    best: dict[str, IntArray]
+    leanest: dict[str, IntArray]
+    leanest_memory: float
+
+
+def _concat(pieces: list[dict[str, IntArray]]) -> dict[str, IntArray]:
+    return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+
+
+def _scan(w: Workload, scenario: Scenario, start: int, stop: int, keep: int) -> _Scan:
+    """Evaluate grid indices [start, stop) block by block, so memory stays bounded."""
+    rejected, fitting, valid = dict.fromkeys(REJECTION_REASONS, 0), 0, 0
+    pools: list[dict[str, IntArray]] = []
+    scores: list[npt.NDArray[np.float64]] = []
+    leanest: dict[str, IntArray] = {}
+    leanest_memory = float("inf")
+    for low in range(start, max(stop, start + 1), BLOCK_LAYOUTS):
+        part = _structural_slice(scenario, low, min(stop, low + BLOCK_LAYOUTS))
+        columns = {**part.columns, "flat": part.flat_index}
+        evaluated = _evaluate(w, part.columns)
+        fits = evaluated.total_memory / GIB <= w.spec.memory_gib
+        for reason, count in part.rejected.items():
+            rejected[reason] += count
+        rejected["does_not_fit"] += int(np.count_nonzero(~fits))
+        fitting, valid = fitting + int(np.count_nonzero(fits)), valid + len(fits)
+        good = np.flatnonzero(fits)
+        rows = good[_best_rows(evaluated.seconds_per_token[good], part.flat_index[good], keep)]
+        pools.append({k: v[rows] for k, v in columns.items()})
+        scores.append(evaluated.seconds_per_token[rows])
+        if len(fits) and evaluated.total_memory.min() < leanest_memory:
+            row = int(np.argmin(evaluated.total_memory))
+            leanest = {k: v[row : row + 1] for k, v in columns.items()}
+            leanest_memory = float(evaluated.total_memory[row])
+    best = _concat(pools)
+    best = {k: v[_best_rows(np.concatenate(scores), best["flat"], keep)] for k, v in best.items()}
+    return _Scan(rejected, fitting, valid, best, leanest, leanest_memory)
+
+
+def _search_range(request: _Request, start: int, stop: int) -> dict[str, Any]:
+    began = time.perf_counter()
+    scenario = request.scenario
+    w = build_workload(scenario)
+    scan = _scan(w, scenario, start, stop, request.top_k + _SLACK)
+    results = _estimate_rows(scenario, scan.best, np.arange(len(scan.best["flat"])))
+    results.sort(key=lambda r: _rank_key(r, request.objective))
+    out: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "objective": request.objective,
+        "layouts_considered": stop - start,
+        "layouts_fitting": scan.fitting,
+        "rejected": scan.rejected,
+        "seconds": 0.0,
+        "results": [_with_cost(r, request.price) for r in results[: request.top_k]],
+    }
+    if not out["results"]:
+        out["reason"] = _no_layout_reason(w, scan, stop - start)
+    out["seconds"] = time.perf_counter() - began
+    return out
+
+
+def _no_layout_reason(w: Workload, scan: _Scan, considered: int) -> str:
+    if considered == 0:
+        return "the grid is empty"
+    if scan.valid == 0:
+        return (
+            f"no layout of {w.num_gpus} devices divides the model and the global batch "
+            f"of {w.global_batch_size} sequences"
+        )
+    return (
+        f"no layout fits in memory: the leanest needs {scan.leanest_memory / GIB:,.0f} GiB "
+        f"per device, {w.spec.id} has {w.spec.memory_gib:g} GiB; use more or larger devices"
+    )
+
+
+def search_chunk(
+    scenario: Mapping[str, Any] | Scenario,
+    chunk_index: int,
+    num_chunks: int,
+    top_k: int = 5,
+    objective: str = "time",
+) -> dict[str, Any]:
+    """Search slice ``chunk_index`` of ``num_chunks`` equal slices of the grid.
+
+    Slices are independent (for fan-out to workers) and :func:`merge_search_results` of
+    all of them equals :func:`search` (``seconds`` aside).
+    """
+    if not 0 <= chunk_index < num_chunks:
+        raise ScenarioError("chunk_index", f"must be in [0, {num_chunks}), got {chunk_index}")
+    request = _request(scenario, top_k, objective)
+    total = grid_size(request.scenario)
+    start, stop = total * chunk_index // num_chunks, total * (chunk_index + 1) // num_chunks
+    return _search_range(request, start, stop)
+
+
+def merge_search_results(parts: list[dict[str, Any]], top_k: int = 5) -> dict[str, Any]:
+    """Combine :func:`search_chunk` outputs of one scenario and objective into one."""
+    objective = parts[0]["objective"] if parts else "time"
+    rejected = dict.fromkeys(REJECTION_REASONS, 0)
+    for part in parts:
+        for reason, count in part["rejected"].items():
+            rejected[reason] = rejected.get(reason, 0) + count
+    results = sorted(
+        (r for part in parts for r in part["results"]), key=lambda r: _rank_key(r, objective)
+    )
+    merged: dict[str, Any] = {
+        "format_version": FORMAT_VERSION,
+        "objective": objective,
+        "layouts_considered": sum(p["layouts_considered"] for p in parts),
+        "layouts_fitting": sum(p["layouts_fitting"] for p in parts),
+        "rejected": rejected,
+        "seconds": sum(p["seconds"] for p in parts),
+        "results": results[:top_k],
+    }
+    if not merged["results"]:
+        reasons = [p["reason"] for p in parts if "reason" in p]
+        merged["reason"] = _merged_reason(reasons, merged["layouts_fitting"])
+    return merged
+
+
+def _merged_reason(reasons: list[str], fitting: int) -> str:
+    memory = [r for r in reasons if r.startswith("no layout fits")]
+    if fitting == 0 and memory:
+        return memory[0]
+    return reasons[0] if reasons else "no layout found"
+
+
+def search(
+    scenario: Mapping[str, Any] | Scenario, top_k: int = 5, objective: str = "time"
+) -> dict[str, Any]:
+    """The ``top_k`` best layouts of a scenario that fit in memory, best first.
+
+    Parameters
+    ----------
+    scenario : dict or Scenario
+        A scenario in the contract's format; its ``parallelism`` is ignored (usually
+        ``"auto"``). ``cost.price_per_gpu_hour`` (optional) prices the results.
+    top_k : int
+        How many layouts to return.
+    objective : {"time", "cost"}
+        Rank by training days, or by GPU hours (needs a price); see the module docstring.
+
+    Returns
+    -------
+    dict
+        The contract's ``search`` output; ``results`` are full ``estimate`` outputs. When no
+        layout fits, ``results`` is empty and ``reason`` says why.
+    """
+    request = _request(scenario, top_k, objective)
+    return _search_range(request, 0, grid_size(request.scenario))
+
+
+def estimate_auto(scenario: Scenario, price: float | None = None) -> dict[str, Any]:
+    """``estimate`` for ``parallelism: "auto"``: the fastest layout that fits.
+
+    When none fits, the structurally valid layout that needs the least memory is returned
+    (``fits_in_memory`` false, with the search's reason as a warning); when no layout
+    divides the cluster at all, ScenarioError names ``parallelism``.
+    """
+    w = build_workload(scenario)
+    scan = _scan(w, scenario, 0, grid_size(scenario), 1 + _SLACK)
+    if scan.fitting:
+        results = _estimate_rows(scenario, scan.best, np.arange(len(scan.best["flat"])))
+        return _with_cost(min(results, key=lambda r: _rank_key(r, "time")), price)
+    reason = _no_layout_reason(w, scan, grid_size(scenario))
+    if scan.valid == 0:
+        raise ScenarioError("parallelism", reason)
+    best = _estimate_rows(scenario, scan.leanest, np.arange(1))[0]
+    best["warnings"].insert(0, reason)
+    return _with_cost(best, price)
