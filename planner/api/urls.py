@@ -4,8 +4,11 @@ from django.urls import include, path
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.routers import DefaultRouter
 
+from pricing.api.urls import pricing_routes_register
+
 router = DefaultRouter()
 router.root_view_name = "api-root"
+pricing_routes_register(router)
 
 urlpatterns = [
     path("auth/token/", ObtainAuthToken.as_view(), name="api-token"),

@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand
 
 from planner.demo import demo_users_load
+from pricing.demo import pricing_demo_load
 
 
 class Command(BaseCommand):
@@ -8,6 +9,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: object, **options: object) -> None:
         users = demo_users_load()
+        for line in pricing_demo_load():
+            self.stdout.write(line)
         self.stdout.write(self.style.SUCCESS("Demo users (username / password):"))
         for user in users:
             self.stdout.write(f"  {user.description}")

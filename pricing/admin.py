@@ -1,0 +1,419 @@
+"""Django admin for the pricing models.
+
+Published price books and their entries are read-only here (no change, delete or add
+permission), and every admin form runs the services' checks, so the admin cannot write what
+the API refuses. Writes of books, entries, quotes and profiles go through the services.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from pricing import services
+from pricing.errors import PricingError
+from pricing.models import (
+    Accelerator,
+    ExchangeRate,
+    OnPremProfile,
+    PriceBook,
+    PriceEntry,
+    Provider,
+    VendorQuote,
+)
+from pricing.services.books import (
+    BOOK_FIELDS,
+    ENTRY_FIELDS,
+    price_book_values_check,
+    price_entry_values_check,
+)
+from pricing.services.catalog import (
+    SPEC_FIELDS,
+    accelerator_custom_id_check,
+    accelerator_specs_check,
+)
+from pricing.services.onprem import PROFILE_FIELDS, onprem_inputs_from
+from pricing.services.quotes import QUOTE_FIELDS, quote_values_check
+from pricing.services.rates import exchange_rate_values_check
+from pricing.tco import onprem_inputs_check
+
+
+def _as_form_errors(form: forms.ModelForm, check: Callable[[], Any]) -> None:
+    """Run a service check; show a ``PricingError`` on its field, or on the form."""
+    try:
+        check()
+    except PricingError as error:
+        field = error.field if error.field in form.fields else None
+        form.add_error(field, ValidationError(error.message))
+
+
+def _changes(form: forms.ModelForm, allowed: tuple[str, ...]) -> dict[str, Any]:
+    return {name: form.cleaned_data[name] for name in form.changed_data if name in allowed}
+
+
+def _entry_clean(form: forms.ModelForm, cleaned: dict[str, Any]) -> None:
+    """Run the entry checks and keep what they fill in (a derived price, a reserved term)."""
+    values = {name: cleaned.get(name) for name in ENTRY_FIELDS}
+    _as_form_errors(form, lambda: price_entry_values_check(values))
+    cleaned.update({name: value for name, value in values.items() if name in form.fields})
+
+
+def _book_is_published(book: PriceBook | None) -> bool:
+    if book is None or book.pk is None:
+        return False
+    return PriceBook.objects.filter(pk=book.pk, status=PriceBook.Status.PUBLISHED).exists()
+
+
+# --- Accelerators and providers -------------------------------------------------------------
+
+
+class AcceleratorForm(forms.ModelForm):
+    class Meta:
+        model = Accelerator
+        fields = ["catalog_id", *SPEC_FIELDS]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.instance.pk and not self.instance.is_custom:
+            raise ValidationError("Catalog SKUs change only in the estimator's catalog.")
+        if not self.instance.pk and cleaned.get("catalog_id"):
+            _as_form_errors(self, lambda: accelerator_custom_id_check(cleaned["catalog_id"]))
+        specs = {name: cleaned[name] for name in SPEC_FIELDS if cleaned.get(name) is not None}
+        _as_form_errors(self, lambda: accelerator_specs_check(specs))
+        return cleaned
+
+
+@admin.register(Accelerator)
+class AcceleratorAdmin(admin.ModelAdmin):
+    form = AcceleratorForm
+    list_display = ["catalog_id", "name", "vendor", "memory_gib", "tdp_w", "is_custom"]
+    list_filter = ["vendor", "is_custom"]
+    search_fields = ["catalog_id", "name"]
+
+    def has_change_permission(self, request: HttpRequest, obj: Accelerator | None = None) -> bool:
+        if obj is not None and not obj.is_custom:
+            return False  # catalog SKUs come from the estimator's catalog
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Accelerator | None = None) -> bool:
+        if obj is not None and not obj.is_custom:
+            return False
+        return super().has_delete_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.accelerator_custom_update(accelerator=obj, **_changes(form, SPEC_FIELDS))
+            return
+        values = {name: form.cleaned_data[name] for name in SPEC_FIELDS}
+        created = services.accelerator_custom_create(
+            user=request.user, catalog_id=form.cleaned_data["catalog_id"], **values
+        )
+        obj.pk, obj.is_custom = created.pk, True
+        obj._state.adding = False
+
+
+class ProviderForm(forms.ModelForm):
+    class Meta:
+        model = Provider
+        fields = ["slug", "name", "kind", "website", "notes"]
+
+
+@admin.register(Provider)
+class ProviderAdmin(admin.ModelAdmin):
+    form = ProviderForm
+    list_display = ["name", "slug", "kind", "website"]
+    list_filter = ["kind"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.provider_update(provider=obj, **_changes(form, tuple(form.fields)))
+            return
+        created = services.provider_create(**form.cleaned_data)
+        obj.pk = created.pk
+        obj._state.adding = False
+
+
+# --- Price books and entries ----------------------------------------------------------------
+
+
+class PriceBookForm(forms.ModelForm):
+    class Meta:
+        model = PriceBook
+        fields = list(BOOK_FIELDS)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if self.instance.pk:
+            _as_form_errors(self, lambda: services.price_book_assert_draft(self._stored()))
+        values = {name: cleaned[name] for name in BOOK_FIELDS if cleaned.get(name) is not None}
+        _as_form_errors(self, lambda: price_book_values_check(values))
+        return cleaned
+
+    def _stored(self) -> PriceBook:
+        return PriceBook.objects.get(pk=self.instance.pk)
+
+
+class PriceEntryInlineForm(forms.ModelForm):
+    class Meta:
+        model = PriceEntry
+        fields = list(ENTRY_FIELDS)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not self.errors and not cleaned.get("DELETE"):
+            _entry_clean(self, cleaned)
+        return cleaned
+
+
+class PriceEntryInline(admin.TabularInline):
+    model = PriceEntry
+    form = PriceEntryInlineForm
+    extra = 0
+    fields = [
+        "provider",
+        "region",
+        "accelerator",
+        "pricing_type",
+        "price_per_accelerator_hour",
+        "instance_type",
+        "minimum_term_months",
+        "data_flag",
+    ]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not _book_is_published(obj) and super().has_add_permission(request, obj)
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not _book_is_published(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return not _book_is_published(obj) and super().has_delete_permission(request, obj)
+
+
+@admin.register(PriceBook)
+class PriceBookAdmin(admin.ModelAdmin):
+    form = PriceBookForm
+    inlines = [PriceEntryInline]
+    list_display = ["name", "status", "currency", "fetched_at", "published_at"]
+    list_filter = ["status", "currency"]
+    readonly_fields = ["status", "published_at", "published_by", "copied_from", "created_by"]
+    actions = ["publish_selected", "copy_selected"]
+
+    def has_change_permission(self, request: HttpRequest, obj: PriceBook | None = None) -> bool:
+        return not _book_is_published(obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: PriceBook | None = None) -> bool:
+        return not _book_is_published(obj) and super().has_delete_permission(request, obj)
+
+    def get_deleted_objects(self, objs: Any, request: HttpRequest) -> Any:
+        # A published book is listed as protected, so the bulk action shows the confirmation
+        # page explaining why instead of a bare 403 caused by its read-only entries.
+        deletable, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        published = [
+            f"{book} (published: copy it into a new draft instead)"
+            for book in objs
+            if book.status == PriceBook.Status.PUBLISHED
+        ]
+        if published:
+            return deletable, model_count, set(), [*protected, *published]
+        return deletable, model_count, perms_needed, protected
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[PriceBook]) -> None:
+        for book in queryset:
+            try:
+                services.price_book_delete(book=book)
+            except PricingError as error:
+                messages.error(request, error.message)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.price_book_update(book=obj, **_changes(form, BOOK_FIELDS))
+            return
+        values = {name: form.cleaned_data[name] for name in BOOK_FIELDS}
+        created = services.price_book_create(user=request.user, **values)
+        obj.pk = created.pk
+        obj._state.adding = False
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        services.price_book_assert_draft(PriceBook.objects.get(pk=form.instance.pk))
+        super().save_formset(request, form, formset, change)
+
+    @admin.action(description="Publish the selected drafts")
+    def publish_selected(self, request: HttpRequest, queryset: QuerySet[PriceBook]) -> None:
+        for book in queryset:
+            try:
+                services.price_book_publish(book=book, user=request.user)
+                messages.success(request, f"Published '{book.name}'.")
+            except PricingError as error:
+                messages.error(request, error.message)
+
+    @admin.action(description="Copy the selected books to new drafts")
+    def copy_selected(self, request: HttpRequest, queryset: QuerySet[PriceBook]) -> None:
+        for book in queryset:
+            copy = services.price_book_copy(book=book, user=request.user)
+            messages.success(request, f"Copied '{book.name}' to draft '{copy.name}'.")
+
+
+class PriceEntryForm(forms.ModelForm):
+    class Meta:
+        model = PriceEntry
+        fields = ["book", *ENTRY_FIELDS]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "book" in self.fields:
+            field = self.fields["book"]
+            assert isinstance(field, forms.ModelChoiceField)
+            field.queryset = PriceBook.objects.filter(status=PriceBook.Status.DRAFT)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        book = cleaned.get("book")
+        if book is not None:
+            _as_form_errors(self, lambda: services.price_book_assert_draft(book))
+        if not self.errors:
+            _entry_clean(self, cleaned)
+        return cleaned
+
+
+@admin.register(PriceEntry)
+class PriceEntryAdmin(admin.ModelAdmin):
+    form = PriceEntryForm
+    list_display = [
+        "accelerator",
+        "provider",
+        "region",
+        "pricing_type",
+        "price_per_accelerator_hour",
+        "book",
+        "data_flag",
+    ]
+    list_filter = ["book", "pricing_type", "provider", "accelerator"]
+    list_select_related = ["accelerator", "provider", "book"]
+
+    def has_change_permission(self, request: HttpRequest, obj: PriceEntry | None = None) -> bool:
+        published = obj is not None and _book_is_published(obj.book)
+        return not published and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: PriceEntry | None = None) -> bool:
+        published = obj is not None and _book_is_published(obj.book)
+        return not published and super().has_delete_permission(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[PriceEntry]) -> None:
+        for entry in queryset:
+            try:
+                services.price_entry_delete(entry=entry)
+            except PricingError as error:
+                messages.error(request, error.message)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.price_entry_update(entry=obj, **_changes(form, ENTRY_FIELDS))
+            return
+        values = {name: form.cleaned_data[name] for name in ENTRY_FIELDS}
+        created = services.price_entry_create(book=form.cleaned_data["book"], **values)
+        obj.pk = created.pk
+        obj._state.adding = False
+
+
+# --- Quotes, on-prem profiles, exchange rates -----------------------------------------------
+
+
+class VendorQuoteForm(forms.ModelForm):
+    class Meta:
+        model = VendorQuote
+        fields = [name for name in QUOTE_FIELDS if name != "price_basis"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        values = {name: cleaned.get(name) for name in QUOTE_FIELDS}
+        _as_form_errors(self, lambda: quote_values_check(values))
+        return cleaned
+
+
+@admin.register(VendorQuote)
+class VendorQuoteAdmin(admin.ModelAdmin):
+    form = VendorQuoteForm
+    list_display = [
+        "vendor",
+        "accelerator",
+        "accelerator_count",
+        "price_per_accelerator_hour",
+        "currency",
+        "valid_from",
+        "valid_until",
+        "is_example",
+    ]
+    list_filter = ["is_example", "currency"]
+    list_select_related = ["accelerator"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.quote_update(quote=obj, **_changes(form, QUOTE_FIELDS))
+            return
+        values = {name: form.cleaned_data.get(name) for name in QUOTE_FIELDS}
+        created = services.quote_create(user=request.user, **values)
+        obj.pk = created.pk
+        obj._state.adding = False
+
+
+class OnPremProfileForm(forms.ModelForm):
+    class Meta:
+        model = OnPremProfile
+        fields = list(PROFILE_FIELDS)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not self.errors:
+            _as_form_errors(self, lambda: onprem_inputs_check(onprem_inputs_from(cleaned)))
+        return cleaned
+
+
+@admin.register(OnPremProfile)
+class OnPremProfileAdmin(admin.ModelAdmin):
+    form = OnPremProfileForm
+    list_display = ["name", "accelerator", "currency", "server_price", "utilisation_percent"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.onprem_profile_update(profile=obj, **_changes(form, PROFILE_FIELDS))
+            return
+        values = {name: form.cleaned_data[name] for name in PROFILE_FIELDS}
+        created = services.onprem_profile_create(user=request.user, **values)
+        obj.pk = created.pk
+        obj._state.adding = False
+
+
+class ExchangeRateForm(forms.ModelForm):
+    class Meta:
+        model = ExchangeRate
+        fields = ["base_currency", "quote_currency", "rate", "rate_date", "source"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not self.errors:
+            _as_form_errors(self, lambda: exchange_rate_values_check(**cleaned))
+        return cleaned
+
+
+@admin.register(ExchangeRate)
+class ExchangeRateAdmin(admin.ModelAdmin):
+    """Rates are added, never edited: converted figures name the rate they used."""
+
+    form = ExchangeRateForm
+    list_display = ["base_currency", "quote_currency", "rate", "rate_date", "source"]
+    list_filter = ["base_currency", "quote_currency"]
+
+    def has_change_permission(self, request: HttpRequest, obj: ExchangeRate | None = None) -> bool:
+        return obj is None and super().has_change_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        created = services.exchange_rate_create(**form.cleaned_data)
+        obj.pk = created.pk
+        obj._state.adding = False

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from pricing.models import PriceBook
+
+MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+
+
+class CsvUploadForm(forms.Form):
+    KINDS = [("price-book", "Price-book entries"), ("quotes", "Vendor quotes")]
+
+    kind = forms.ChoiceField(choices=KINDS, widget=forms.RadioSelect, initial="price-book")
+    file = forms.FileField(help_text="UTF-8 CSV with a header line; at most 5 MB.")
+    book = forms.ModelChoiceField(
+        queryset=PriceBook.objects.filter(status=PriceBook.Status.DRAFT),
+        required=False,
+        empty_label="- a new draft book -",
+        help_text="Import into this draft, or leave empty and describe a new draft below.",
+    )
+    name = forms.CharField(max_length=200, required=False, label="New book name")
+    currency = forms.CharField(max_length=3, initial="USD", required=False)
+    source = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+    fetched_at = forms.DateTimeField(
+        required=False, label="Fetched at", help_text="When the prices were collected."
+    )
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        if upload.size > MAX_UPLOAD_BYTES:
+            raise forms.ValidationError("The file is larger than 5 MB.")
+        return upload
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("kind") == "price-book" and not cleaned.get("book"):
+            for name in ("name", "currency", "source", "fetched_at"):
+                if not cleaned.get(name) and name not in self.errors:
+                    self.add_error(name, "Needed for a new draft book.")
+        return cleaned
+
+    def import_target(self) -> dict[str, Any]:
+        """The ``book`` or ``new_book`` argument of ``price_book_csv_import``."""
+        if self.cleaned_data["book"]:
+            return {"book": self.cleaned_data["book"]}
+        keys = ("name", "currency", "source", "fetched_at")
+        return {"new_book": {key: self.cleaned_data[key] for key in keys}}

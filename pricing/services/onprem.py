@@ -1,0 +1,53 @@
+"""On-prem cost profiles. The maths lives in :mod:`pricing.tco`; this keeps the records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pricing.currency import currency_code_check
+from pricing.errors import DuplicateRecord, PricingError
+from pricing.models import OnPremProfile
+from pricing.services._common import Actor, actor_user, model_fields_set
+from pricing.tco import INPUT_FIELDS, OnPremInputs, onprem_inputs_check
+
+PROFILE_FIELDS = ("name", "accelerator", "currency", "source", *INPUT_FIELDS)
+
+
+def onprem_inputs_from(values: Mapping[str, Any] | OnPremProfile) -> OnPremInputs:
+    """The maths' inputs from a profile or a mapping of its fields."""
+    if isinstance(values, OnPremProfile):
+        return OnPremInputs(**{name: getattr(values, name) for name in INPUT_FIELDS})
+    return OnPremInputs(**{name: values[name] for name in INPUT_FIELDS})
+
+
+def _profile_values_check(values: Mapping[str, Any]) -> None:
+    if not str(values.get("name") or "").strip():
+        raise PricingError("name is required", field="name")
+    currency_code_check(values.get("currency") or "")
+    onprem_inputs_check(onprem_inputs_from(values))
+
+
+def onprem_profile_create(*, user: Actor, **values: Any) -> OnPremProfile:
+    values = {name: values.get(name) for name in PROFILE_FIELDS} | {
+        "source": values.get("source") or "",
+        "currency": values.get("currency") or "USD",
+    }
+    _profile_values_check(values)
+    if OnPremProfile.objects.filter(name=values["name"]).exists():
+        raise DuplicateRecord(f"a profile named {values['name']!r} exists", field="name")
+    return OnPremProfile.objects.create(**values, created_by=actor_user(user))
+
+
+def onprem_profile_update(*, profile: OnPremProfile, **changes: Any) -> OnPremProfile:
+    merged = {name: changes.get(name, getattr(profile, name)) for name in PROFILE_FIELDS}
+    _profile_values_check(merged)
+    others = OnPremProfile.objects.exclude(pk=profile.pk)
+    if "name" in changes and others.filter(name=changes["name"]).exists():
+        raise DuplicateRecord(f"a profile named {changes['name']!r} exists", field="name")
+    model_fields_set(profile, changes, allowed=PROFILE_FIELDS)
+    return profile
+
+
+def onprem_profile_delete(*, profile: OnPremProfile) -> None:
+    profile.delete()

@@ -1,0 +1,136 @@
+"""Vendor quotes: offers with validity dates. An expired quote cannot be chosen."""
+
+from __future__ import annotations
+
+from datetime import date
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import Any
+
+from django.db import transaction
+
+from pricing.currency import currency_code_check
+from pricing.errors import PricingError, QuoteNotSelectable
+from pricing.models import VendorQuote
+from pricing.services._common import Actor, actor_user, model_fields_set, positive_check
+
+HOURS_PER_MONTH = Decimal(730)  # 8,760 hours a year / 12
+PRICE_QUANTUM = Decimal("1e-10")
+QUOTE_FIELDS = (
+    "vendor",
+    "reference",
+    "provider",
+    "accelerator",
+    "accelerator_count",
+    "price_basis",
+    "price_per_accelerator_hour",
+    "total_price",
+    "term_months",
+    "currency",
+    "valid_from",
+    "valid_until",
+    "terms",
+    "is_example",
+)
+
+
+def quote_price_per_hour_derive(
+    *, total_price: Decimal, accelerator_count: int, term_months: int
+) -> Decimal:
+    """Price of one accelerator-hour from a total for a term.
+
+    ``total / (count x term_months x 730 h)``, 730 h being an average month (8,760 h / 12).
+    [currency/h]
+    """
+    hours = Decimal(accelerator_count) * Decimal(term_months) * HOURS_PER_MONTH
+    return (total_price / hours).quantize(PRICE_QUANTUM, rounding=ROUND_HALF_EVEN)
+
+
+def quote_values_check(values: dict[str, Any]) -> dict[str, Any]:
+    """Check a quote's values, set its price basis and derive its hourly price; return them."""
+    for name in ("vendor", "reference", "terms"):
+        values[name] = (values.get(name) or "").strip()
+    if not values["vendor"]:
+        raise PricingError("vendor is required", field="vendor")
+    if values.get("accelerator") is None:
+        raise PricingError("accelerator is required", field="accelerator")
+    positive_check(values.get("accelerator_count"), field="accelerator_count", what="count")
+    currency_code_check(values.get("currency") or "")
+    _quote_dates_check(values.get("valid_from"), values.get("valid_until"))
+    _quote_price_check(values)
+    values["is_example"] = bool(values.get("is_example"))
+    return values
+
+
+def _quote_dates_check(valid_from: date | None, valid_until: date | None) -> None:
+    if valid_from is None:
+        raise PricingError("valid_from is required", field="valid_from")
+    if valid_until is None:
+        raise PricingError("valid_until is required", field="valid_until")
+    if valid_until < valid_from:
+        raise PricingError(f"{valid_until} is before valid_from {valid_from}", field="valid_until")
+
+
+def _quote_price_check(values: dict[str, Any]) -> None:
+    total = values.get("total_price")
+    if total is None:
+        values["price_basis"] = VendorQuote.PriceBasis.HOURLY
+        values["term_months"] = values.get("term_months")
+        positive_check(
+            values.get("price_per_accelerator_hour"),
+            field="price_per_accelerator_hour",
+            what="price",
+        )
+        return
+    positive_check(total, field="total_price", what="total price")
+    positive_check(values.get("term_months"), field="term_months", what="term")
+    derived = quote_price_per_hour_derive(
+        total_price=total,
+        accelerator_count=values["accelerator_count"],
+        term_months=values["term_months"],
+    )
+    given = values.get("price_per_accelerator_hour")
+    if given is not None and abs(given - derived) > Decimal("0.000001"):
+        raise PricingError(
+            f"{given} disagrees with the total for the term, which gives {derived}",
+            field="price_per_accelerator_hour",
+        )
+    values["price_basis"] = VendorQuote.PriceBasis.TERM_TOTAL
+    values["price_per_accelerator_hour"] = derived
+
+
+def quote_create(*, user: Actor, **values: Any) -> VendorQuote:
+    """Record a vendor quote priced per accelerator-hour, or as a total for a term."""
+    checked = quote_values_check({name: values.get(name) for name in QUOTE_FIELDS})
+    return VendorQuote.objects.create(**checked, created_by=actor_user(user))
+
+
+@transaction.atomic
+def quote_update(*, quote: VendorQuote, **changes: Any) -> VendorQuote:
+    merged = {name: changes.get(name, getattr(quote, name)) for name in QUOTE_FIELDS}
+    if "price_per_accelerator_hour" in changes and "total_price" not in changes:
+        merged["total_price"] = None  # a new hourly price replaces a total for a term
+    elif merged["total_price"] is not None and "price_per_accelerator_hour" not in changes:
+        merged["price_per_accelerator_hour"] = None  # derived again from the total
+    model_fields_set(quote, quote_values_check(merged), allowed=QUOTE_FIELDS)
+    return quote
+
+
+def quote_delete(*, quote: VendorQuote) -> None:
+    quote.delete()
+
+
+def quote_assert_selectable(quote: VendorQuote, *, on: date) -> None:
+    """Refuse a quote that is not valid on ``on`` (the planner calls this for new budgets)."""
+    validity = quote.validity_on(on)
+    if validity == "expired":
+        raise QuoteNotSelectable(
+            f"Quote from {quote.vendor} expired on {quote.valid_until}; it cannot be chosen "
+            f"for a budget on {on}.",
+            field="quote",
+        )
+    if validity == "not_yet_valid":
+        raise QuoteNotSelectable(
+            f"Quote from {quote.vendor} is valid only from {quote.valid_from}; it cannot be "
+            f"chosen for a budget on {on}.",
+            field="quote",
+        )

@@ -1,0 +1,259 @@
+"""Pages of the pricing app: read with selectors, write with services, render templates."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from planner.roles import PRICING_ADMIN, user_has_role
+from pricing import selectors, services
+from pricing.api.serializers import OnPremCostOutput, onprem_cost_data
+from pricing.errors import CsvImportError, PricingError
+from pricing.forms import CsvUploadForm
+from pricing.models import PRECISIONS, Accelerator, PriceBook
+from pricing.selectors import PriceRange
+
+DISPLAY_CURRENCY = "USD"
+
+View = Callable[..., HttpResponse]
+
+
+def pricing_admin_required(view: View) -> View:
+    """Signed-in pricing admins only: others get 403."""
+
+    @login_required
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not user_has_role(request.user, PRICING_ADMIN):
+            raise PermissionDenied("Only pricing admins may do this.")
+        return view(request, *args, **kwargs)
+
+    wrapped.__name__ = view.__name__
+    wrapped.__doc__ = view.__doc__
+    return wrapped
+
+
+def _is_pricing_admin(request: HttpRequest) -> bool:
+    return user_has_role(request.user, PRICING_ADMIN)
+
+
+# --- Catalog --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    label: str
+    cells: list[str]
+
+
+def _number(value: float | None, unit: str = "") -> str:
+    if value is None or value == 0:
+        return "-"
+    return f"{value:,.4g}{(' ' + unit) if unit else ''}"
+
+
+def _range_text(price_range: PriceRange | None) -> str:
+    if price_range is None or price_range.low is None or price_range.high is None:
+        return "no published price"
+    return f"{price_range.low:.2f} - {price_range.high:.2f} {price_range.currency}"
+
+
+def _comparison(
+    accelerators: list[Accelerator], ranges: dict[int, PriceRange]
+) -> list[ComparisonRow]:
+    """Spec rows with one cell per accelerator, for the side-by-side table."""
+
+    def row(label: str, cell: Callable[[Accelerator], str]) -> ComparisonRow:
+        return ComparisonRow(label, [cell(a) for a in accelerators])
+
+    return [
+        row("Vendor", lambda a: a.vendor),
+        row("Memory", lambda a: _number(a.memory_gib, "GiB")),
+        row("Memory bandwidth", lambda a: _number(a.memory_bandwidth_tbs, "TB/s")),
+        *(
+            row(
+                f"Peak {p.upper()} (dense)",
+                lambda a, p=p: _number(a.peak_tflops.get(p), "TFLOP/s"),  # type: ignore[misc]
+            )
+            for p in PRECISIONS
+        ),
+        row("Interconnect", lambda a: a.intra_node_interconnect or "-"),
+        row("Intra-node bandwidth", lambda a: _number(a.intra_node_bandwidth_gbs, "GB/s")),
+        row("Inter-node bandwidth", lambda a: _number(a.inter_node_bandwidth_gbps, "Gbit/s")),
+        row("Devices per node", lambda a: str(a.devices_per_node)),
+        row("TDP", lambda a: _number(a.tdp_w, "W")),
+        row("Price per GPU-hour", lambda a: _range_text(ranges.get(a.pk))),
+        row("Source", lambda a: a.source),
+    ]
+
+
+@login_required
+@require_GET
+def catalog(request: HttpRequest) -> HttpResponse:
+    """Every accelerator with its specs and published price range; pick some to compare."""
+    accelerators = list(selectors.accelerator_list())
+    ranges = selectors.accelerator_price_ranges(currency=DISPLAY_CURRENCY)
+    wanted = set(request.GET.getlist("compare"))
+    compared = [a for a in accelerators if a.catalog_id in wanted]
+    context = {
+        "rows": [
+            (a, ranges.get(a.pk), [a.peak_tflops.get(p) for p in PRECISIONS]) for a in accelerators
+        ],
+        "compared": compared,
+        "comparison": _comparison(compared, ranges) if compared else [],
+        "currency": DISPLAY_CURRENCY,
+        "precisions": PRECISIONS,
+    }
+    return render(request, "pricing/catalog.html", context)
+
+
+@login_required
+@require_GET
+def accelerator_detail(request: HttpRequest, catalog_id: str) -> HttpResponse:
+    accelerator = get_object_or_404(Accelerator, catalog_id=catalog_id)
+    ranges = selectors.accelerator_price_ranges(
+        currency=DISPLAY_CURRENCY, accelerators=Accelerator.objects.filter(pk=accelerator.pk)
+    )
+    entries = selectors.price_entries_published(accelerator=accelerator).order_by(
+        "price_per_accelerator_hour"
+    )
+    context = {
+        "accelerator": accelerator,
+        "comparison": _comparison([accelerator], ranges),
+        "price_range": ranges.get(accelerator.pk),
+        "entries": entries,
+        "quotes": selectors.quote_list().filter(accelerator=accelerator),
+        "today": timezone.localdate(),
+    }
+    return render(request, "pricing/accelerator_detail.html", context)
+
+
+# --- Price books ----------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def price_book_list(request: HttpRequest) -> HttpResponse:
+    context = {"books": selectors.price_book_list(), "is_admin": _is_pricing_admin(request)}
+    return render(request, "pricing/price_book_list.html", context)
+
+
+@login_required
+@require_GET
+def price_book_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    book = get_object_or_404(selectors.price_book_list(), pk=pk)
+    context = {
+        "book": book,
+        "entries": selectors.price_entry_list().filter(book=book),
+        "is_admin": _is_pricing_admin(request),
+    }
+    return render(request, "pricing/price_book_detail.html", context)
+
+
+@require_POST
+@pricing_admin_required
+def price_book_copy(request: HttpRequest, pk: int) -> HttpResponse:
+    book = get_object_or_404(PriceBook, pk=pk)
+    copy = services.price_book_copy(book=book, user=request.user)
+    messages.success(request, f"Copied to the new draft '{copy.name}'.")
+    return redirect(copy)
+
+
+@require_POST
+@pricing_admin_required
+def price_book_publish(request: HttpRequest, pk: int) -> HttpResponse:
+    book = get_object_or_404(PriceBook, pk=pk)
+    try:
+        services.price_book_publish(book=book, user=request.user)
+        messages.success(request, f"Published '{book.name}': it can no longer change.")
+    except PricingError as error:
+        messages.error(request, error.message)
+    return redirect(book)
+
+
+# --- Quotes ---------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def quote_list(request: HttpRequest) -> HttpResponse:
+    today = timezone.localdate()
+    quotes = [(quote, quote.validity_on(today)) for quote in selectors.quote_list()]
+    return render(request, "pricing/quote_list.html", {"quotes": quotes, "today": today})
+
+
+# --- CSV import -----------------------------------------------------------------------------
+
+
+def _csv_import(request: HttpRequest, form: CsvUploadForm) -> HttpResponse:
+    text = services.csv_text_decode(form.cleaned_data["file"].read())
+    if form.cleaned_data["kind"] == "quotes":
+        quotes = services.quote_csv_import(text=text, user=request.user)
+        messages.success(request, f"Imported {len(quotes)} quotes.")
+        return redirect("pricing:quote-list")
+    result = services.price_book_csv_import(text=text, user=request.user, **form.import_target())
+    messages.success(request, f"Imported {result.created} entries into '{result.book.name}'.")
+    return redirect(result.book)
+
+
+@require_http_methods(["GET", "POST"])
+@pricing_admin_required
+def csv_upload(request: HttpRequest) -> HttpResponse:
+    """Upload a CSV of price-book entries or quotes; show every problem if it fails."""
+    form = CsvUploadForm(request.POST or None, request.FILES or None)
+    context: dict[str, Any] = {"form": form, "problems": [], "error": None}
+    if request.method == "POST" and form.is_valid():
+        try:
+            return _csv_import(request, form)
+        except CsvImportError as error:
+            context.update(error=error.message, problems=error.errors)
+        except PricingError as error:
+            context["error"] = error.message
+    return render(request, "pricing/csv_upload.html", context)
+
+
+# --- On-prem --------------------------------------------------------------------------------
+
+# (field, label, unit, step) of the calculator's inputs, in the order shown.
+ONPREM_FIELDS = (
+    ("server_price", "Server price", "per server", "1000"),
+    ("gpus_per_server", "GPUs per server", "", "1"),
+    ("network_share_percent", "Network share of cluster cost", "%", "0.1"),
+    ("depreciation_years", "Depreciation", "years", "1"),
+    ("cost_of_capital_percent", "Cost of capital", "% per year", "0.1"),
+    ("power_per_gpu_w", "Power per GPU (TDP)", "W", "10"),
+    ("server_power_overhead", "Server power overhead", "x TDP", "0.01"),
+    ("average_load_percent", "Average load", "%", "1"),
+    ("pue", "PUE", "", "0.01"),
+    ("electricity_price_per_kwh", "Electricity price", "per kWh", "0.01"),
+    ("colocation_price_per_kw_month", "Colocation price", "per kW-month", "10"),
+    ("operations_share_percent", "Operations", "% of capital per year", "0.5"),
+    ("utilisation_percent", "Expected utilisation", "%", "1"),
+)
+
+
+@login_required
+@require_GET
+def onprem_calculator(request: HttpRequest) -> HttpResponse:
+    """A profile's price per GPU-hour; editing a field recalculates it on the server."""
+    profiles = list(selectors.onprem_profile_list())
+    chosen = request.GET.get("profile", "")
+    profile = next((p for p in profiles if str(p.pk) == chosen), profiles[0] if profiles else None)
+    cost = None
+    if profile is not None:
+        result = selectors.onprem_profile_cost(profile=profile)
+        cost = OnPremCostOutput(onprem_cost_data(result, profile.currency)).data
+    fields = [
+        (name, label, unit, step, getattr(profile, name, ""))
+        for name, label, unit, step in ONPREM_FIELDS
+    ]
+    context = {"profiles": profiles, "profile": profile, "fields": fields, "cost": cost}
+    return render(request, "pricing/onprem.html", context)

@@ -1,0 +1,151 @@
+"""The Django admin: published books and their entries are read-only there."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from pricing.models import Accelerator, PriceBook, PriceEntry, Provider
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(pricing_admin: User) -> Client:
+    client = Client()
+    client.force_login(pricing_admin)
+    return client
+
+
+def _book_form(book: PriceBook, **changes: str) -> dict[str, str]:
+    data = {
+        "name": book.name,
+        "description": book.description,
+        "currency": book.currency,
+        "source": book.source,
+        "fetched_at_0": book.fetched_at.strftime("%Y-%m-%d"),
+        "fetched_at_1": book.fetched_at.strftime("%H:%M:%S"),
+        "dates_note": book.dates_note,
+        "entries-TOTAL_FORMS": "0",
+        "entries-INITIAL_FORMS": "0",
+        "entries-MIN_NUM_FORMS": "0",
+        "entries-MAX_NUM_FORMS": "1000",
+    }
+    return data | changes
+
+
+def test_admin_shows_a_published_book_read_only(
+    admin_client: Client, published_book: PriceBook
+) -> None:
+    response = admin_client.get(f"/admin/pricing/pricebook/{published_book.pk}/change/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'name="_save"' not in html
+    assert "Q1 list prices" in html
+
+
+def test_admin_refuses_to_save_a_published_book(
+    admin_client: Client, published_book: PriceBook
+) -> None:
+    response = admin_client.post(
+        f"/admin/pricing/pricebook/{published_book.pk}/change/",
+        _book_form(published_book, name="changed"),
+    )
+    assert response.status_code == 403
+    published_book.refresh_from_db()
+    assert published_book.name == "Q1 list prices"
+
+
+def test_admin_refuses_to_change_or_delete_entries_of_a_published_book(
+    admin_client: Client, published_book: PriceBook
+) -> None:
+    entry = published_book.entries.get(instance_type="")
+    change = admin_client.post(
+        f"/admin/pricing/priceentry/{entry.pk}/change/",
+        {"book": published_book.pk, "price_per_accelerator_hour": "0.01"},
+    )
+    assert change.status_code == 403
+    delete = admin_client.post(f"/admin/pricing/priceentry/{entry.pk}/delete/", {"post": "yes"})
+    assert delete.status_code == 403
+    book_delete = admin_client.post(
+        f"/admin/pricing/pricebook/{published_book.pk}/delete/", {"post": "yes"}
+    )
+    assert book_delete.status_code == 403
+    entry.refresh_from_db()
+    assert entry.price_per_accelerator_hour == Decimal("3.99")
+    assert PriceBook.objects.filter(pk=published_book.pk).exists()
+
+
+def test_admin_bulk_delete_leaves_published_books(
+    admin_client: Client, published_book: PriceBook
+) -> None:
+    response = admin_client.post(
+        "/admin/pricing/pricebook/",
+        {"action": "delete_selected", "_selected_action": [published_book.pk], "post": "yes"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert PriceBook.objects.filter(pk=published_book.pk).exists()
+    assert PriceEntry.objects.filter(book=published_book).count() == 2
+
+
+def test_admin_cannot_add_an_entry_to_a_published_book(
+    admin_client: Client,
+    published_book: PriceBook,
+    catalog: dict[str, Accelerator],
+    providers: dict[str, Provider],
+) -> None:
+    response = admin_client.post(
+        "/admin/pricing/priceentry/add/",
+        {
+            "book": published_book.pk,
+            "provider": providers["gcp"].pk,
+            "region": "us-central1",
+            "accelerator": catalog["B200"].pk,
+            "pricing_type": "spot",
+            "price_per_accelerator_hour": "1.00",
+        },
+    )
+    assert response.status_code == 200  # the form again, with the error
+    assert "Select a valid choice" in response.content.decode()
+    assert published_book.entries.count() == 2
+
+
+def test_admin_saves_a_draft_book_through_the_service(
+    admin_client: Client, draft_book: PriceBook
+) -> None:
+    response = admin_client.post(
+        f"/admin/pricing/pricebook/{draft_book.pk}/change/",
+        _book_form(draft_book, name="Q1 checked", currency="usd"),
+    )
+    assert response.status_code == 200
+    assert "unknown currency" in response.content.decode()
+    response = admin_client.post(
+        f"/admin/pricing/pricebook/{draft_book.pk}/change/", _book_form(draft_book, name="Q1 ok")
+    )
+    assert response.status_code == 302
+    draft_book.refresh_from_db()
+    assert draft_book.name == "Q1 ok"
+
+
+def test_admin_publish_action_freezes_a_draft(admin_client: Client, draft_book: PriceBook) -> None:
+    admin_client.post(
+        "/admin/pricing/pricebook/",
+        {"action": "publish_selected", "_selected_action": [draft_book.pk]},
+    )
+    draft_book.refresh_from_db()
+    assert draft_book.status == PriceBook.Status.PUBLISHED
+
+
+@pytest.mark.parametrize(
+    "model",
+    ["accelerator", "provider", "pricebook", "priceentry", "vendorquote", "onpremprofile",
+     "exchangerate"],
+)  # fmt: skip
+def test_admin_lists_every_pricing_model(
+    admin_client: Client, draft_book: PriceBook, model: str
+) -> None:
+    assert admin_client.get(f"/admin/pricing/{model}/").status_code == 200
