@@ -1,0 +1,334 @@
+"""Uncertainty of one scenario: P10/P50/P90 of training days and GPU-hours by Monte Carlo.
+
+:func:`estimate` gives one number per scenario, with the documented margins and the mean
+failure rate. :func:`monte_carlo` runs that estimate once (the layout search too, for
+``parallelism: "auto"``) and then re-evaluates the last, cheap stage of the model for many
+samples of the inputs nobody knows exactly:
+
+* the two margins of the step time, ``framework_overhead`` and ``network_jitter`` (uniform);
+* the achieved efficiency, a lognormal factor on the step time whose spread is the
+  estimator's own error against published runs (``docs/accuracy.md``);
+* the interruption rate, a lognormal multiplier on the single Llama 3 data point that
+  :mod:`estimator.core.goodput` rests on, and the restart time (uniform);
+* the cluster's utilisation, the share of wall clock the job actually runs (uniform).
+
+The layout, the per-layout compute and communication times and the tokens per step are
+held at the baseline's values; only the margins, efficiency and schedule terms vary.
+Sampling is vectorised over ``numpy.random.default_rng(seed)``, so one seed gives the same
+figures bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from estimator.core._types import FloatArray
+from estimator.core.errors import ScenarioError
+from estimator.core.estimate import SECONDS_PER_DAY, estimate
+from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR, goodput
+from estimator.core.scenario import Margins, Scenario
+from estimator.core.validation import validate_scenario
+
+#: P90 of |predicted / measured - 1| of ``tokens_per_s_per_gpu`` over the 254 published runs
+#: with a stated layout (``docs/accuracy.md``).
+CALIBRATION_P90_ABS_ERROR = 0.125
+#: Phi^-1(0.95): |Z| <= 1.6449 with probability 0.90 for a standard normal Z.
+_Z_TWO_SIDED_90 = 1.6448536269514722
+#: Log-sd of the achieved-efficiency factor, ln(1.125) / 1.6449 = 0.0716: a lognormal with
+#: median 1 whose |log error| has the calibration's P90.
+EFFICIENCY_SIGMA = math.log1p(CALIBRATION_P90_ABS_ERROR) / _Z_TWO_SIDED_90
+#: Samples whose goodput is evaluated between two progress reports.
+PROGRESS_CHUNK = 1000
+#: Most samples in one run (a few seconds and ~0.5 GB at the top; 4,000 is plenty for P90).
+MAX_SAMPLES = 2_000_000
+
+Range = tuple[float, float]
+#: Accepted (low, high) bounds of each uniform range, as in ``margins`` validation.
+_RANGE_LIMITS: dict[str, tuple[float, float]] = {
+    "framework_overhead": (0.0, 10.0),
+    "network_jitter": (0.0, 10.0),
+    "restart_s": (0.0, SECONDS_PER_DAY),
+    "utilisation": (0.0, 1.0),
+}
+_SIGMA_LIMITS: dict[str, float] = {"efficiency_sigma": 1.0, "failure_rate_sigma": 2.0}
+
+
+@dataclass(frozen=True)
+class Uncertainty:
+    """Distributions of the uncertain inputs; invalid values raise :class:`ScenarioError`.
+
+    Parameters
+    ----------
+    framework_overhead : (float, float)
+        Uniform range of the fraction added to the step time. The calibration sits at the
+        low end (0.10): runs rarely beat the frameworks the model was fitted on. [1]
+    network_jitter : (float, float)
+        Uniform range of the fraction added to critical-path communication. [1]
+    efficiency_sigma : float
+        Log-sd of the achieved-efficiency factor (lognormal, median 1) that divides the
+        throughput; the default :data:`EFFICIENCY_SIGMA` is the calibration error. [1]
+    failure_rate_sigma : float
+        Log-sd of the multiplier (lognormal, median 1) on the interruption rate
+        :data:`~estimator.core.goodput.FAILURES_PER_DEVICE_HOUR`, a single published run. [1]
+    restart_s : (float, float)
+        Uniform range of the time from an interruption to training again. [s]
+    utilisation : (float, float)
+        Uniform range of the share of wall clock the job runs (queueing, maintenance
+        windows); 0 < low, high <= 1. The default (1, 1) leaves the schedule alone. [1]
+    """
+
+    framework_overhead: Range = (0.10, 0.15)
+    network_jitter: Range = (0.05, 0.10)
+    efficiency_sigma: float = EFFICIENCY_SIGMA
+    failure_rate_sigma: float = 0.5
+    restart_s: Range = (300.0, 1200.0)
+    utilisation: Range = (1.0, 1.0)
+
+    def __post_init__(self) -> None:
+        for name, (lowest, highest) in _RANGE_LIMITS.items():
+            value = _checked_range(name, getattr(self, name), lowest, highest)
+            object.__setattr__(self, name, value)
+        for name, highest in _SIGMA_LIMITS.items():
+            object.__setattr__(self, name, _checked_sigma(name, getattr(self, name), highest))
+
+    def as_dict(self) -> dict[str, Any]:
+        """The distributions, JSON-serialisable (ranges as ``[low, high]`` lists)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Uncertainty:
+        """Build from :meth:`as_dict`'s shape; missing keys take the defaults."""
+        if not isinstance(data, Mapping):
+            raise ScenarioError("uncertainty", f"must be an object, got {data!r}")
+        unknown = sorted(set(data) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ScenarioError(f"uncertainty.{unknown[0]}", "unknown key")
+        return cls(**dict(data))
+
+
+def _number(key: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ScenarioError(key, f"must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _checked_range(name: str, value: Any, lowest: float, highest: float) -> Range:
+    key = f"uncertainty.{name}"
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise ScenarioError(key, f"must be a [low, high] pair, got {value!r}")
+    pair = tuple(value)
+    if len(pair) != 2:
+        raise ScenarioError(key, f"must be a [low, high] pair, got {value!r}")
+    low, high = _number(key, pair[0]), _number(key, pair[1])
+    if low > high:
+        raise ScenarioError(key, f"low must not exceed high, got [{low:g}, {high:g}]")
+    strict_low = name == "utilisation"  # a job that never runs never finishes
+    if low < lowest or (strict_low and low == lowest) or high > highest:
+        bound = "(" if strict_low else "["
+        raise ScenarioError(
+            key, f"must lie in {bound}{lowest:g}, {highest:g}], got [{low:g}, {high:g}]"
+        )
+    return low, high
+
+
+def _checked_sigma(name: str, value: Any, highest: float) -> float:
+    key = f"uncertainty.{name}"
+    sigma = _number(key, value)
+    if not 0.0 <= sigma <= highest:
+        raise ScenarioError(key, f"must lie in [0, {highest:g}], got {sigma:g}")
+    return sigma
+
+
+def percentiles(values: npt.ArrayLike) -> dict[str, float]:
+    """P10, P50, P90 (numpy's default linear interpolation) and mean of ``values``."""
+    data = np.asarray(values, dtype=np.float64)
+    p10, p50, p90 = np.percentile(data, [10.0, 50.0, 90.0])
+    return {"p10": float(p10), "p50": float(p50), "p90": float(p90), "mean": float(data.mean())}
+
+
+def split_step_time(result: Mapping[str, Any], margins: Margins) -> tuple[float, float]:
+    """Split an estimate's step time into a margin-free part and the jittered communication.
+
+    :func:`~estimator.core.layout.evaluate_layouts` builds
+    step = (core + j C) (1 + o) with C = TP + exposed communication, j = network_jitter and
+    o = framework_overhead, so core = step / (1 + o) - j C.
+
+    Parameters
+    ----------
+    result : dict
+        An :func:`estimate` output (``step_time_s``, ``time_per_step_breakdown_s``).
+    margins : Margins
+        The margins the estimate was made with.
+
+    Returns
+    -------
+    core_s : float
+        Step time without margins, communication included. [s]
+    communication_s : float
+        Critical-path communication C that ``network_jitter`` scales. [s]
+    """
+    parts = result["time_per_step_breakdown_s"]
+    communication = float(parts["tp_communication"]) + float(parts["exposed_communication"])
+    base = float(result["step_time_s"]) / (1.0 + margins.framework_overhead)
+    return base - margins.network_jitter * communication, communication
+
+
+def step_time(
+    core_s: float,
+    communication_s: float,
+    framework_overhead: FloatArray,
+    network_jitter: FloatArray,
+) -> FloatArray:
+    """Step time with the given margins, (core + j C)(1 + o) (see :func:`split_step_time`). [s]"""
+    return (core_s + network_jitter * communication_s) * (1.0 + framework_overhead)
+
+
+def _draw(rng: np.random.Generator, u: Uncertainty, n: int) -> dict[str, FloatArray]:
+    # Fixed order, every variable drawn even when its range is collapsed: a seed's stream
+    # does not depend on which inputs are uncertain.
+    return {
+        "framework_overhead": rng.uniform(*u.framework_overhead, n),
+        "network_jitter": rng.uniform(*u.network_jitter, n),
+        "efficiency": np.exp(u.efficiency_sigma * rng.standard_normal(n)),
+        "failure_rate": FAILURES_PER_DEVICE_HOUR
+        * np.exp(u.failure_rate_sigma * rng.standard_normal(n)),
+        "restart_s": rng.uniform(*u.restart_s, n),
+        "utilisation": rng.uniform(*u.utilisation, n),
+    }
+
+
+def _goodput_samples(
+    parameters: float,
+    num_gpus: int,
+    draws: Mapping[str, FloatArray],
+    progress: Callable[[float], None] | None,
+) -> FloatArray:
+    """Goodput of each sample through :func:`~estimator.core.goodput.goodput` itself."""
+    n = len(draws["restart_s"])
+    out = np.empty(n)
+    for start in range(0, n, PROGRESS_CHUNK):
+        stop = min(start + PROGRESS_CHUNK, n)
+        out[start:stop] = [
+            goodput(parameters, num_gpus, float(r), float(rate)).goodput
+            for r, rate in zip(
+                draws["restart_s"][start:stop], draws["failure_rate"][start:stop], strict=True
+            )
+        ]
+        if progress is not None:
+            progress(stop / n)
+    return out
+
+
+def _margin_warnings(margins: Margins, u: Uncertainty) -> list[str]:
+    notes = []
+    for name in ("framework_overhead", "network_jitter"):
+        value, (low, high) = getattr(margins, name), getattr(u, name)
+        if not low <= value <= high:
+            notes.append(
+                f"margins.{name} = {value:g} lies outside the sampled range "
+                f"[{low:g}, {high:g}]; the samples use the range"
+            )
+    return notes
+
+
+def _count(key: str, value: Any, lowest: int, highest: int | None = None) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ScenarioError(key, f"must be an integer, got {value!r}")
+    count = int(value)
+    if count < lowest or (highest is not None and count > highest):
+        limit = "" if highest is None else f", {highest}"
+        raise ScenarioError(key, f"must lie in [{lowest}{limit}], got {count}")
+    return count
+
+
+def monte_carlo(
+    scenario: Mapping[str, Any] | Scenario,
+    *,
+    seed: int,
+    samples: int = 4000,
+    uncertainty: Uncertainty | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> dict[str, Any]:
+    """P10/P50/P90 of training wall clock and GPU-hours of one scenario.
+
+    For sample i, with the baseline's step split by :func:`split_step_time`:
+    step_i = (core + j_i C)(1 + o_i), tokens/s_i = tokens_per_step / (step_i k_i),
+    days_i = tokens / (tokens/s_i g_i u_i) / 86,400 and gpu_hours_i = 24 days_i num_gpus,
+    where k_i is the efficiency factor, g_i the goodput at the sampled interruption rate
+    and restart time (Young 1974; Daly 2006, eq. 6; see :mod:`estimator.core.goodput`) and
+    u_i the utilisation. GPU-hours count the devices held for the whole wall clock, as in
+    :func:`estimate`.
+
+    Parameters
+    ----------
+    scenario : dict or Scenario
+        A scenario in the contract's format, or a validated :class:`Scenario`; ``"auto"``
+        parallelism runs the layout search once and samples the layout it picks.
+    seed : int
+        Seed of ``numpy.random.default_rng``; non-negative.
+    samples : int
+        Number of samples, 1 to :data:`MAX_SAMPLES`.
+    uncertainty : Uncertainty, optional
+        The input distributions; ``Uncertainty()`` when omitted.
+    progress : callable, optional
+        Called with the fraction of samples done (0 to 1, ending at 1.0).
+
+    Returns
+    -------
+    dict
+        JSON-serialisable: ``seed``, ``samples``, ``uncertainty`` (:meth:`Uncertainty.as_dict`),
+        ``deterministic`` (``training_days``, ``gpu_hours`` of :func:`estimate`),
+        ``training_days`` and ``gpu_hours`` (each ``p10``, ``p50``, ``p90``, ``mean``),
+        ``parallelism`` (the layout sampled), ``warnings`` and ``estimator_version``.
+
+    Raises
+    ------
+    ScenarioError
+        For an invalid scenario, ``seed`` or ``samples``; ``.key`` names the field.
+    """
+    seed, samples = _count("seed", seed, 0), _count("samples", samples, 1, MAX_SAMPLES)
+    u = Uncertainty() if uncertainty is None else uncertainty
+    valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
+    baseline = estimate(valid)
+    core, communication = split_step_time(baseline, valid.margins)
+    draws = _draw(np.random.default_rng(seed), u, samples)
+    steps = step_time(core, communication, draws["framework_overhead"], draws["network_jitter"])
+    num_gpus = valid.cluster.num_gpus
+    useful = _goodput_samples(float(baseline["parameters"]), num_gpus, draws, progress)
+    seconds = valid.training.tokens * steps * draws["efficiency"] / baseline["tokens_per_step"]
+    days = seconds / (useful * draws["utilisation"]) / SECONDS_PER_DAY
+    warnings = _margin_warnings(valid.margins, u)
+    if not baseline["fits_in_memory"]:
+        warnings.append("the layout does not fit in accelerator memory; it cannot run as is")
+    return {
+        "seed": seed,
+        "samples": samples,
+        "uncertainty": u.as_dict(),
+        "deterministic": {
+            "training_days": baseline["training_days"],
+            "gpu_hours": baseline["gpu_hours"],
+        },
+        "training_days": percentiles(days),
+        "gpu_hours": percentiles(days * 24.0 * num_gpus),
+        "parallelism": baseline["parallelism"],
+        "warnings": warnings,
+        "estimator_version": baseline["estimator_version"],
+    }
+
+
+__all__ = [
+    "CALIBRATION_P90_ABS_ERROR",
+    "EFFICIENCY_SIGMA",
+    "Uncertainty",
+    "monte_carlo",
+    "percentiles",
+    "split_step_time",
+    "step_time",
+]

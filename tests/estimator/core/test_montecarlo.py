@@ -1,0 +1,301 @@
+"""monte_carlo(): reproducible percentiles that collapse onto estimate() when nothing varies."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from estimator.core import ScenarioError, estimate
+from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR, goodput
+from estimator.core.montecarlo import (
+    EFFICIENCY_SIGMA,
+    Uncertainty,
+    monte_carlo,
+    percentiles,
+    split_step_time,
+)
+from estimator.core.scenario import Margins
+
+from .scenarios import GPT3_175B, SMALL, scenario
+
+ROOT = Path(__file__).resolve().parents[3]
+#: Every input fixed at the scenario's defaults: margins 0.10 / 0.05, mean failure rate,
+#: 600 s restart (goodput.RESTART_S), full utilisation.
+COLLAPSED = Uncertainty(
+    framework_overhead=(0.10, 0.10),
+    network_jitter=(0.05, 0.05),
+    efficiency_sigma=0.0,
+    failure_rate_sigma=0.0,
+    restart_s=(600.0, 600.0),
+    utilisation=(1.0, 1.0),
+)
+QUANTILES = ("p10", "p50", "p90", "mean")
+
+
+def collapsed(**changes: Any) -> Uncertainty:
+    return Uncertainty(**{**COLLAPSED.as_dict(), **changes})
+
+
+def assert_all_quantiles(result: dict, days: float, gpu_hours: float, rtol: float) -> None:
+    for q in QUANTILES:
+        assert_allclose(result["training_days"][q], days, rtol=rtol)
+        assert_allclose(result["gpu_hours"][q], gpu_hours, rtol=rtol)
+
+
+def test_monte_carlo_same_seed_is_identical() -> None:
+    first = monte_carlo(GPT3_175B, seed=7, samples=2000)
+    assert monte_carlo(GPT3_175B, seed=7, samples=2000) == first  # bit for bit
+
+
+def test_monte_carlo_other_seed_differs_but_close() -> None:
+    # The days spread by ~8 % (sd); the sampling error of a percentile over 4000 samples
+    # is ~0.2 %, so 2 % is > 5 standard errors while still catching a broken stream.
+    a = monte_carlo(GPT3_175B, seed=1)["training_days"]
+    b = monte_carlo(GPT3_175B, seed=2)["training_days"]
+    assert a != b
+    for q in QUANTILES:
+        assert_allclose(a[q], b[q], rtol=0.02)
+
+
+@pytest.mark.parametrize(
+    "base",
+    [SMALL, GPT3_175B, scenario(SMALL, parallelism="auto")],
+    ids=["small", "gpt3", "small-auto"],
+)
+def test_monte_carlo_collapsed_ranges_reproduce_estimate(base: dict) -> None:
+    result = monte_carlo(base, seed=3, samples=500, uncertainty=COLLAPSED)
+    expected = estimate(base)
+    assert result["deterministic"] == {
+        "training_days": expected["training_days"],
+        "gpu_hours": expected["gpu_hours"],
+    }
+    assert result["parallelism"] == expected["parallelism"]
+    assert_all_quantiles(result, expected["training_days"], expected["gpu_hours"], rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("scenario_margins", "sampled"),
+    [
+        ({"framework_overhead": 0.10, "network_jitter": 0.05}, (0.13, 0.08)),
+        ({"framework_overhead": 0.10, "network_jitter": 0.0}, (0.10, 0.05)),
+        ({"framework_overhead": 0.0, "network_jitter": 0.0}, (0.25, 0.30)),
+    ],
+)
+def test_monte_carlo_fixed_margins_match_estimate_with_those_margins(
+    scenario_margins: dict, sampled: tuple[float, float]
+) -> None:
+    # Rebuilding the step at other margins must give what layout.py computes with them,
+    # which checks the split into margin-free time and jittered communication.
+    base = scenario(GPT3_175B, margins=scenario_margins)
+    fo, nj = sampled
+    u = collapsed(framework_overhead=(fo, fo), network_jitter=(nj, nj))
+    result = monte_carlo(base, seed=0, samples=200, uncertainty=u)
+    target = estimate(scenario(GPT3_175B, margins={"framework_overhead": fo, "network_jitter": nj}))
+    assert_all_quantiles(result, target["training_days"], target["gpu_hours"], rtol=1e-9)
+
+
+def test_split_step_time_reproduces_overheads() -> None:
+    # overheads = j C + o (core + j C) with C = TP + exposed communication (layout.py).
+    result = estimate(GPT3_175B)
+    margins = Margins()
+    core, communication = split_step_time(result, margins)
+    parts = result["time_per_step_breakdown_s"]
+    assert communication == parts["tp_communication"] + parts["exposed_communication"]
+    jitter = margins.network_jitter * communication
+    expected = jitter + margins.framework_overhead * (core + jitter)
+    assert_allclose(expected, parts["overheads"], rtol=1e-9)
+
+
+def test_monte_carlo_fixed_restart_goes_through_goodput() -> None:
+    # Only the schedule changes: days scale by g(600 s) / g(1200 s) (goodput.goodput).
+    u = collapsed(restart_s=(1200.0, 1200.0))
+    result = monte_carlo(GPT3_175B, seed=0, samples=200, uncertainty=u)
+    base = estimate(GPT3_175B)
+    ratio = base["goodput"] / goodput(base["parameters"], 1024, restart_s=1200.0).goodput
+    assert ratio > 1.0
+    days = base["training_days"] * ratio
+    assert_all_quantiles(result, days, days * 24 * 1024, rtol=1e-9)
+
+
+def test_monte_carlo_fixed_utilisation_divides_days() -> None:
+    u = collapsed(utilisation=(0.8, 0.8))
+    result = monte_carlo(SMALL, seed=0, samples=200, uncertainty=u)
+    base = estimate(SMALL)
+    assert_all_quantiles(result, base["training_days"] / 0.8, base["gpu_hours"] / 0.8, 1e-9)
+
+
+def test_monte_carlo_default_p50_within_analytic_bounds() -> None:
+    """P50 of days lies within bounds that follow from the default ranges alone.
+
+    days = det X k G / u, with u = 1 and independent factors:
+
+    * X = step / step_0 = (core + j C)(1 + o) / ((core + 0.05 C) 1.10) lies in
+      [1, (1.15 / 1.10)(1.10 / 1.05)], because o >= 0.10, j >= 0.05 and core >= C
+      (core contains C), which puts the largest jitter ratio at core = C;
+    * k, the efficiency factor, lognormal with log-sd sigma_e;
+    * G = g_0 / g(m lambda, R), increasing in the failure multiplier m (log-sd sigma_f)
+      and in the restart time R in [300, 1200] s.
+
+    For independent A, B and q = sqrt(0.5): P(A <= A_q, B <= B_q) = q^2 = 0.5, so
+    P50(A B) <= A_q B_q, and likewise P50(A B) >= A_(1-q) B_(1-q). With z = Phi^-1(q)
+    (0.545) that bounds P50 between det exp(-z sigma_e) g_0 / g(e^(-z sigma_f) lambda, 300)
+    and det a exp(z sigma_e) g_0 / g(e^(z sigma_f) lambda, 1200). 1 % slack covers the
+    sampling error of a median of 4000 samples (~0.2 %).
+    """
+    u = Uncertainty()
+    result = monte_carlo(GPT3_175B, seed=11, uncertainty=u)
+    days = result["training_days"]
+    assert days["p10"] <= days["p50"] <= days["p90"]
+    base = estimate(GPT3_175B)
+    z = NormalDist().inv_cdf(math.sqrt(0.5))
+
+    def goodput_factor(sign: float, restart: float) -> float:
+        rate = FAILURES_PER_DEVICE_HOUR * math.exp(sign * z * u.failure_rate_sigma)
+        return base["goodput"] / goodput(base["parameters"], 1024, restart, rate).goodput
+
+    margin_max = (1.15 / 1.10) * (1.10 / 1.05)
+    upper = margin_max * math.exp(z * u.efficiency_sigma) * goodput_factor(1.0, 1200.0)
+    lower = math.exp(-z * u.efficiency_sigma) * goodput_factor(-1.0, 300.0)
+    assert lower * 0.99 * base["training_days"] <= days["p50"]
+    assert days["p50"] <= upper * 1.01 * base["training_days"]
+    assert_allclose(result["gpu_hours"]["p50"], days["p50"] * 24 * 1024, rtol=1e-9)
+
+
+def test_monte_carlo_efficiency_spread_is_the_calibration_error() -> None:
+    # sigma_e = ln(1.125) / Phi^-1(0.95): P90 |log k| is the calibration's P90 |error|.
+    z95 = NormalDist().inv_cdf(0.95)
+    assert_allclose(EFFICIENCY_SIGMA, math.log(1.125) / z95, rtol=1e-12)
+    result = monte_carlo(SMALL, seed=5, uncertainty=collapsed(efficiency_sigma=EFFICIENCY_SIGMA))
+    days = result["training_days"]
+    # P90 / P50 of a lognormal is exp(Phi^-1(0.9) sigma); sampling error ~0.2 % here.
+    spread = math.exp(NormalDist().inv_cdf(0.9) * EFFICIENCY_SIGMA)
+    assert_allclose(days["p90"] / days["p50"], spread, rtol=0.01)
+    assert_allclose(days["p50"], estimate(SMALL)["training_days"], rtol=0.01)
+
+
+@pytest.mark.parametrize(
+    ("field", "narrow", "wide"),
+    [
+        ("framework_overhead", (0.10, 0.15), (0.10, 0.30)),
+        ("network_jitter", (0.05, 0.10), (0.05, 0.50)),
+        ("efficiency_sigma", 0.05, 0.2),
+        ("failure_rate_sigma", 0.5, 1.5),
+        ("restart_s", (300.0, 1200.0), (300.0, 7200.0)),
+        ("utilisation", (0.95, 1.0), (0.7, 1.0)),
+    ],
+)
+def test_monte_carlo_wider_range_wider_spread(field: str, narrow: Any, wide: Any) -> None:
+    def spread(value: Any) -> float:
+        result = monte_carlo(
+            GPT3_175B, seed=4, samples=2000, uncertainty=collapsed(**{field: value})
+        )
+        return result["training_days"]["p90"] - result["training_days"]["p10"]
+
+    assert spread(narrow) > 0.0
+    assert spread(wide) > 1.2 * spread(narrow)
+
+
+@pytest.mark.parametrize(
+    ("changes", "key"),
+    [
+        ({"framework_overhead": (0.15, 0.10)}, "uncertainty.framework_overhead"),
+        ({"network_jitter": (-0.1, 0.1)}, "uncertainty.network_jitter"),
+        ({"network_jitter": (0.05, 0.1, 0.2)}, "uncertainty.network_jitter"),
+        ({"network_jitter": "0.05"}, "uncertainty.network_jitter"),
+        ({"restart_s": (600.0, 1e6)}, "uncertainty.restart_s"),
+        ({"restart_s": (math.nan, 600.0)}, "uncertainty.restart_s"),
+        ({"utilisation": (0.0, 1.0)}, "uncertainty.utilisation"),
+        ({"utilisation": (0.9, 1.1)}, "uncertainty.utilisation"),
+        ({"efficiency_sigma": -0.1}, "uncertainty.efficiency_sigma"),
+        ({"failure_rate_sigma": 3.0}, "uncertainty.failure_rate_sigma"),
+        ({"failure_rate_sigma": True}, "uncertainty.failure_rate_sigma"),
+    ],
+)
+def test_uncertainty_bad_value_names_key(changes: dict, key: str) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        Uncertainty(**changes)
+    assert caught.value.key == key
+    assert caught.value.reason
+
+
+def test_uncertainty_from_dict_round_trips_and_rejects_unknown_keys() -> None:
+    u = Uncertainty(utilisation=[0.9, 1.0])  # type: ignore[arg-type]
+    assert u.utilisation == (0.9, 1.0)
+    assert Uncertainty.from_dict(json.loads(json.dumps(u.as_dict()))) == u
+    assert Uncertainty.from_dict({}) == Uncertainty()
+    with pytest.raises(ScenarioError) as caught:
+        Uncertainty.from_dict({"jitter": [0.0, 0.1]})
+    assert caught.value.key == "uncertainty.jitter"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key"),
+    [
+        ({"seed": -1}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": 0, "samples": 0}, "samples"),
+        ({"seed": 0, "samples": 10**7}, "samples"),
+    ],
+)
+def test_monte_carlo_bad_seed_or_samples_names_key(kwargs: dict, key: str) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        monte_carlo(SMALL, **kwargs)
+    assert caught.value.key == key
+
+
+def test_monte_carlo_bad_scenario_names_key() -> None:
+    with pytest.raises(ScenarioError) as caught:
+        monte_carlo(scenario(SMALL, model={"num_layers": -3}), seed=0)
+    assert caught.value.key == "model.num_layers"
+
+
+def test_monte_carlo_reports_progress_in_chunks() -> None:
+    seen: list[float] = []
+    monte_carlo(SMALL, seed=0, samples=2500, progress=seen.append)
+    assert seen == [0.4, 0.8, 1.0]
+
+
+def test_monte_carlo_output_is_json_with_documented_keys() -> None:
+    result = monte_carlo(SMALL, seed=0, samples=100)
+    assert set(result) == {
+        "seed", "samples", "uncertainty", "deterministic", "training_days", "gpu_hours",
+        "parallelism", "warnings", "estimator_version",
+    }  # fmt: skip
+    assert set(result["training_days"]) == set(QUANTILES) == set(result["gpu_hours"])
+    assert result["uncertainty"] == Uncertainty().as_dict()
+    assert (result["seed"], result["samples"], result["warnings"]) == (0, 100, [])
+    json.dumps(result, allow_nan=False)
+
+
+def test_monte_carlo_warns_when_scenario_margin_outside_range() -> None:
+    base = scenario(SMALL, margins={"framework_overhead": 0.3})
+    warnings = monte_carlo(base, seed=0, samples=10)["warnings"]
+    assert len(warnings) == 1
+    assert "margins.framework_overhead" in warnings[0]
+
+
+def test_percentiles_match_numpy() -> None:
+    values = np.arange(1.0, 102.0)
+    assert percentiles(values) == {"p10": 11.0, "p50": 51.0, "p90": 91.0, "mean": 51.0}
+
+
+def test_montecarlo_imports_without_django() -> None:
+    probe = (
+        "import sys\n"
+        "for name in ('django', 'celery', 'rest_framework', 'planner', 'pricing'):\n"
+        "    sys.modules[name] = None\n"
+        "import estimator.core.montecarlo\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
