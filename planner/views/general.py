@@ -4,10 +4,14 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from planner.health import system_health
+from planner.views.reads import dashboard_context
 
 
 @require_GET
 def home(request: HttpRequest) -> HttpResponse:
+    """The dashboard of the user's projects; the introduction for visitors."""
+    if request.user.is_authenticated:
+        return render(request, "planner/dashboard.html", dashboard_context(request.user))
     return render(request, "planner/home.html")
 
 

@@ -1,0 +1,27 @@
+"""Who reaches the planner endpoints at all; what each member may do is the services' call.
+
+Two layers keep an organisation's data to itself:
+
+* every queryset comes from :mod:`planner.selectors`, scoped to the organisations the user
+  belongs to, so another organisation's object is a 404, never a 403;
+* every write calls a service, which checks the user's role there (``role_assert``) and
+  raises :class:`planner.errors.NotAllowed`, a 403 (see :mod:`planner.api.errors`).
+
+The permission below only turns away anonymous requests; it deliberately repeats none of
+the role rules, so they live in one place.
+"""
+
+from __future__ import annotations
+
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+
+class SignedIn(BasePermission):
+    """A signed-in user (session or token); 401/403 for anonymous requests."""
+
+    message = "Sign in, or send an API token, to use the planner API."
+
+    def has_permission(self, request: Request, view: APIView) -> bool:
+        return bool(request.user and request.user.is_authenticated)

@@ -1,0 +1,374 @@
+"""Input serializers parse and type-check requests; output serializers render records.
+
+No planning rule lives here: names, specs, prices and roles are checked by the services.
+Ids in the input resolve only among the objects the requesting user can see, so an id from
+another organisation is a 400 on that field, exactly like an id that does not exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db.models import Model, QuerySet
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from planner import selectors
+from planner.models import (
+    Comparison,
+    EstimationRun,
+    Organisation,
+    PriceSource,
+    Project,
+    Role,
+    Scenario,
+)
+from planner.selectors import ComparisonRow
+from planner.services import price_snapshot, user_roles
+from pricing.models import MONEY_DIGITS, MONEY_PLACES, OnPremProfile, PriceEntry, VendorQuote
+
+Viewer = User | AnonymousUser
+PRICE_FIELDS = ("price_entry", "vendor_quote", "onprem_profile")
+
+
+class ScopedPrimaryKeyField(serializers.PrimaryKeyRelatedField):
+    """An id looked up in a selector's queryset for the requesting user.
+
+    An object the user cannot see fails like a missing one: "Invalid pk ... does not exist".
+    """
+
+    def __init__(
+        self, model: type[Model], selector: Callable[[Viewer], QuerySet[Any]], **kwargs: Any
+    ) -> None:
+        self.selector = selector
+        # Only the schema reads this queryset (for the id's type); lookups use the selector.
+        kwargs["queryset"] = model._default_manager.none()
+        super().__init__(**kwargs)
+
+    def get_queryset(self) -> QuerySet[Any]:
+        request = self.context.get("request")
+        return self.selector(request.user if request is not None else AnonymousUser())
+
+
+def _holds_null_character(value: Any) -> bool:
+    # A loop, not recursion: the JSON may be nested as deep as the parser allowed.
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str) and "\x00" in item:
+            return True
+        if isinstance(item, dict):
+            pending.extend(item.keys())
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return False
+
+
+class StorableJSONField(serializers.JSONField):
+    """Any JSON value (the services check its meaning) that the database can store: text
+    may not hold the NUL character, which PostgreSQL's ``jsonb`` refuses."""
+
+    default_error_messages = {"null_characters": "Null characters are not allowed."}
+
+    def to_internal_value(self, data: Any) -> Any:
+        value = super().to_internal_value(data)
+        if _holds_null_character(value):
+            self.fail("null_characters")
+        return value
+
+
+def _money(**kwargs: Any) -> serializers.DecimalField:
+    return serializers.DecimalField(max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES, **kwargs)
+
+
+# --- Organisations --------------------------------------------------------------------------
+
+
+class OrganisationOutput(serializers.ModelSerializer):
+    roles = serializers.SerializerMethodField(help_text="The requesting user's roles here")
+
+    class Meta:
+        model = Organisation
+        fields = ["id", "name", "slug", "base_currency", "roles", "created_at"]
+
+    @extend_schema_field(serializers.ListField(child=serializers.ChoiceField(Role.choices)))
+    def get_roles(self, organisation: Organisation) -> list[str]:
+        user = self.context["request"].user
+        prefetched = getattr(organisation, "user_memberships", None)
+        if prefetched is None or user.is_superuser:
+            return sorted(user_roles(user, organisation))
+        return sorted({membership.role for membership in prefetched})
+
+
+# --- Projects -------------------------------------------------------------------------------
+
+
+class ProjectOutput(serializers.ModelSerializer):
+    organisation_name = serializers.CharField(source="organisation.name", read_only=True)
+    owner = serializers.CharField(source="owner.username", read_only=True)
+
+    class Meta:
+        model = Project
+        fields = [
+            "id",
+            "organisation",
+            "organisation_name",
+            "name",
+            "goal",
+            "owner",
+            "deadline",
+            "budget_ceiling",
+            "currency",
+            "created_at",
+            "updated_at",
+        ]
+
+
+class ProjectInput(serializers.Serializer):
+    organisation = ScopedPrimaryKeyField(Organisation, selectors.organisations_for)
+    name = serializers.CharField(max_length=200)
+    goal = serializers.CharField(required=False, allow_blank=True)
+    deadline = serializers.DateField(required=False, allow_null=True)
+    budget_ceiling = _money(required=False, allow_null=True)
+    currency = serializers.CharField(max_length=3, required=False)
+
+
+class ProjectUpdateInput(ProjectInput):
+    organisation = None  # type: ignore[assignment]  # a project never changes organisation
+
+
+# --- Scenarios ------------------------------------------------------------------------------
+
+
+class PriceSummaryOutput(serializers.Serializer):
+    """The price a run of the scenario uses (``services.price_snapshot``)."""
+
+    source = serializers.CharField(  # type: ignore[assignment]
+        help_text="The scenario's price_source"
+    )
+    id = serializers.IntegerField()
+    label = serializers.CharField()  # type: ignore[assignment]
+    price_per_gpu_hour = serializers.CharField(help_text="Decimal as text, per GPU-hour")
+    currency = serializers.CharField()
+    reference = serializers.CharField()
+    book_id = serializers.IntegerField(required=False, help_text="Price-book entries only")
+    details = serializers.CharField(allow_blank=True)
+
+
+class ScenarioOutput(serializers.ModelSerializer):
+    organisation = serializers.IntegerField(source="project.organisation_id", read_only=True)
+    accelerator = serializers.CharField(source="accelerator_id", read_only=True)
+    num_gpus = serializers.IntegerField(read_only=True)
+    price = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Scenario
+        fields = [
+            "id",
+            "project",
+            "organisation",
+            "name",
+            "description",
+            "model_preset",
+            "spec",
+            "accelerator",
+            "num_gpus",
+            "price_source",
+            "price_entry",
+            "vendor_quote",
+            "onprem_profile",
+            "price",
+            "pue",
+            "utilisation_low",
+            "utilisation_high",
+            "created_by",
+            "created_at",
+            "updated_at",
+        ]
+
+    @extend_schema_field(PriceSummaryOutput)
+    def get_price(self, scenario: Scenario) -> dict[str, Any]:
+        return price_snapshot(scenario)
+
+
+class PriceInput(serializers.Serializer):
+    """Where the price comes from: ``price_source`` and the id of that source's record."""
+
+    price_source = serializers.ChoiceField(PriceSource.choices)
+    price_entry = serializers.PrimaryKeyRelatedField(
+        queryset=PriceEntry.objects.select_related("book", "accelerator", "provider"),
+        required=False,
+        allow_null=True,
+    )
+    vendor_quote = serializers.PrimaryKeyRelatedField(
+        queryset=VendorQuote.objects.select_related("accelerator"),
+        required=False,
+        allow_null=True,
+    )
+    onprem_profile = serializers.PrimaryKeyRelatedField(
+        queryset=OnPremProfile.objects.select_related("accelerator"),
+        required=False,
+        allow_null=True,
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The shape of the request only: is the price named by the field its source says?
+        given = [field for field in PRICE_FIELDS if attrs.get(field) is not None]
+        source = attrs.get("price_source")
+        if source is None and given:
+            raise serializers.ValidationError({"price_source": ["is required with a price"]})
+        stray = [field for field in given if field != source]
+        if source is not None and stray:
+            raise serializers.ValidationError(
+                {stray[0]: [f"must be empty when the price source is {source}"]}
+            )
+        return attrs
+
+
+def price_choice(data: dict[str, Any]) -> dict[str, Any]:
+    """Move the parsed price fields of ``data`` into the services' ``price_source``/``price``.
+
+    Empty when the request changes no price (a partial update).
+    """
+    prices = {field: data.pop(field, None) for field in PRICE_FIELDS}
+    if data.get("price_source") is None:
+        data.pop("price_source", None)
+        return {}
+    source = data.pop("price_source")
+    return {"price_source": source, "price": prices[source]}
+
+
+class ScenarioInput(PriceInput):
+    """A scenario: the estimator's JSON (``spec``) and its price (``price_source`` plus the
+    id of a price-book entry, vendor quote or on-prem profile)."""
+
+    project = ScopedPrimaryKeyField(Project, selectors.projects_for)
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True)
+    model_preset = serializers.CharField(max_length=40, required=False, allow_blank=True)
+    spec = StorableJSONField(
+        help_text="The scenario in the estimator's format, version 1 (scenario-format.md)"
+    )
+    pue = serializers.DecimalField(max_digits=4, decimal_places=2, required=False)
+    utilisation_low = serializers.DecimalField(max_digits=4, decimal_places=3, required=False)
+    utilisation_high = serializers.DecimalField(max_digits=4, decimal_places=3, required=False)
+
+
+class ScenarioUpdateInput(ScenarioInput):
+    project = None  # type: ignore[assignment]  # a scenario never moves to another project
+
+
+class ScenarioDocument(serializers.Serializer):
+    """A scenario as a portable document: what ``export`` returns and ``import`` reads."""
+
+    format = serializers.CharField(help_text='"trainplan-scenario"')
+    version = serializers.IntegerField()
+    name = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True)
+    model_preset = serializers.CharField(max_length=40, required=False, allow_blank=True)
+    scenario = StorableJSONField(help_text="The scenario in the estimator's format")
+    price_source = serializers.ChoiceField(PriceSource.choices)
+    price_id = serializers.IntegerField()
+    pue = serializers.DecimalField(max_digits=4, decimal_places=2, required=False)
+    utilisation = serializers.ListField(
+        child=serializers.DecimalField(max_digits=4, decimal_places=3),
+        min_length=2,
+        max_length=2,
+        required=False,
+        help_text="[low, high]",
+    )
+
+
+# --- Runs -----------------------------------------------------------------------------------
+
+
+class RunOutput(serializers.ModelSerializer):
+    scenario_name = serializers.CharField(source="scenario.name", read_only=True)
+    project = serializers.IntegerField(source="scenario.project_id", read_only=True)
+    price = PriceSummaryOutput(read_only=True)
+
+    class Meta:
+        model = EstimationRun
+        fields = [
+            "id",
+            "scenario",
+            "scenario_name",
+            "project",
+            "status",
+            "progress",
+            "progress_message",
+            "error",
+            "attempts",
+            "seed",
+            "samples",
+            "inputs",
+            "price",
+            "estimator_version",
+            "result",
+            "montecarlo",
+            "budget",
+            "created_by",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ]
+
+
+class RunStartInput(serializers.Serializer):
+    seed = serializers.IntegerField(
+        required=False, allow_null=True, help_text="Monte Carlo seed; random when omitted"
+    )
+    samples = serializers.IntegerField(required=False, help_text="Monte Carlo samples")
+
+
+# --- Comparisons ----------------------------------------------------------------------------
+
+
+class ComparisonInput(serializers.Serializer):
+    project = ScopedPrimaryKeyField(Project, selectors.projects_for)
+    name = serializers.CharField(max_length=200)
+    scenarios = ScopedPrimaryKeyField(Scenario, selectors.scenarios_for, many=True)
+
+
+class ComparisonOutput(serializers.ModelSerializer):
+    class Meta:
+        model = Comparison
+        fields = ["id", "project", "name", "scenarios", "created_by", "created_at"]
+
+
+class ComparisonRowOutput(serializers.Serializer):
+    """One scenario's figures from its latest successful run (nulls before it has one)."""
+
+    scenario = serializers.IntegerField(source="scenario.pk")
+    scenario_name = serializers.CharField(source="scenario.name")
+    accelerator = serializers.CharField(source="scenario.accelerator_id")
+    num_gpus = serializers.IntegerField(source="scenario.num_gpus")
+    run = serializers.IntegerField(source="run.pk", allow_null=True)
+    mfu = serializers.FloatField(source="result.mfu", allow_null=True)
+    tokens_per_s = serializers.FloatField(source="result.tokens_per_s", allow_null=True)
+    training_days_p50 = serializers.FloatField(source="days_p50", allow_null=True)
+    gpu_hours_p50 = serializers.CharField(source="budget.gpu_hours.p50", allow_null=True)
+    cost_currency = serializers.CharField(allow_blank=True)
+    cost_p10 = _money(allow_null=True)
+    cost_p50 = _money(allow_null=True)
+    cost_p90 = _money(allow_null=True)
+    cheapest = serializers.BooleanField(help_text="Lowest P50 cost of the compared scenarios")
+    fastest = serializers.BooleanField(help_text="Fewest P50 days of the compared scenarios")
+
+
+class ComparisonDetailOutput(ComparisonOutput):
+    currency = serializers.CharField(source="project.organisation.base_currency", read_only=True)
+    rows = serializers.SerializerMethodField()
+
+    class Meta(ComparisonOutput.Meta):
+        fields = [*ComparisonOutput.Meta.fields, "currency", "rows"]
+
+    @extend_schema_field(ComparisonRowOutput(many=True))
+    def get_rows(self, comparison: Comparison) -> list[dict[str, Any]]:
+        rows: list[ComparisonRow] = selectors.comparison_rows(
+            comparison.scenarios.all(), comparison.project.organisation.base_currency
+        )
+        return list(ComparisonRowOutput(rows, many=True).data)

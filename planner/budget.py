@@ -1,0 +1,110 @@
+"""Budget figures of one estimation run (pure Python: no database).
+
+Money is ``Decimal`` in the price's own currency, rounded to the cent only when shown; the
+Monte Carlo's percentiles are floats of GPU-hours that are priced here. Formulas:
+
+* cost = GPU-hours x price per GPU-hour (the price covers every GPU of the cluster for the
+  whole wall-clock time, failures and restarts included, as a reserved or rented cluster is
+  billed);
+* cost per million tokens = P50 cost / training tokens x 1e6;
+* energy = GPU-hours x board power (TDP) x PUE [kWh] (an upper bound: GPUs rarely draw their
+  full TDP for a whole run);
+* contingency = P90 cost - P50 cost, and the budget to request = P50 + contingency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+CENT = Decimal("0.01")
+PERCENTILES = ("p10", "p50", "p90")
+
+
+def money(value: Decimal) -> Decimal:
+    """Round to the cent, half up (how invoices round)."""
+    return value.quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def _decimal(value: float) -> Decimal:
+    # repr() keeps every digit a float holds, so the result does not depend on str() rounding
+    return Decimal(repr(float(value)))
+
+
+@dataclass(frozen=True)
+class BudgetFigures:
+    """What a run costs, in ``currency``; every amount rounded to the cent."""
+
+    currency: str
+    price_per_gpu_hour: Decimal
+    gpu_hours: dict[str, Decimal]
+    training_days: dict[str, float]
+    cost: dict[str, Decimal]
+    cost_per_million_tokens: Decimal
+    energy_kwh: Decimal
+    contingency: Decimal
+    requested: Decimal
+
+    def as_json(self) -> dict[str, Any]:
+        """JSON-ready: amounts as decimal strings, so nothing is lost to binary floats."""
+        return {
+            "currency": self.currency,
+            "price_per_gpu_hour": str(self.price_per_gpu_hour),
+            "gpu_hours": {k: str(v) for k, v in self.gpu_hours.items()},
+            "training_days": dict(self.training_days),
+            "cost": {k: str(v) for k, v in self.cost.items()},
+            "cost_per_million_tokens": str(self.cost_per_million_tokens),
+            "energy_kwh": str(self.energy_kwh),
+            "contingency": str(self.contingency),
+            "requested": str(self.requested),
+        }
+
+
+def budget_figures(
+    *,
+    estimate: Mapping[str, Any],
+    montecarlo: Mapping[str, Any],
+    price_per_gpu_hour: Decimal,
+    currency: str,
+    tokens: float,
+    tdp_w: float,
+    pue: Decimal,
+) -> BudgetFigures:
+    """Price a run's GPU-hours: deterministic, P10, P50 and P90.
+
+    Parameters
+    ----------
+    estimate : mapping
+        The estimator's output (``gpu_hours``, ``training_days``).
+    montecarlo : mapping
+        The Monte Carlo's output (``gpu_hours`` and ``training_days`` with p10/p50/p90).
+    price_per_gpu_hour : Decimal
+        Price of one accelerator-hour. [currency / GPU-hour]
+    tokens : float
+        Tokens trained. [tokens]
+    tdp_w : float
+        Board power of one accelerator, 0 when unknown. [W]
+    pue : Decimal
+        Power usage effectiveness of the data centre. [-]
+    """
+    hours = {"deterministic": _decimal(estimate["gpu_hours"])}
+    hours.update({p: _decimal(montecarlo["gpu_hours"][p]) for p in PERCENTILES})
+    days = {"deterministic": float(estimate["training_days"])}
+    days.update({p: float(montecarlo["training_days"][p]) for p in PERCENTILES})
+    cost = {key: money(value * price_per_gpu_hour) for key, value in hours.items()}
+    per_million = cost["p50"] / _decimal(tokens) * Decimal(1_000_000)
+    energy = hours["p50"] * _decimal(tdp_w) / Decimal(1000) * pue
+    contingency = cost["p90"] - cost["p50"]
+    return BudgetFigures(
+        currency=currency,
+        price_per_gpu_hour=price_per_gpu_hour,
+        gpu_hours={key: value.quantize(Decimal(1)) for key, value in hours.items()},
+        training_days=days,
+        cost=cost,
+        cost_per_million_tokens=money(per_million),
+        energy_kwh=energy.quantize(Decimal(1)),
+        contingency=contingency,
+        requested=cost["p50"] + contingency,
+    )

@@ -1,0 +1,105 @@
+"""Demo organisation, project and estimated scenarios, so the first page shows real numbers.
+
+The project trains Llama 3 70B on 2 T tokens and compares three ways to pay for it: A100s
+at GCP list price, H100s under the example vendor quote, and TPU v5p at GCP list price.
+Idempotent: a second load adds nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from estimator.core.presets import preset_scenario
+from planner.demo import DEMO_USERS
+from planner.models import Organisation, Project, Role
+from planner.services import (
+    membership_grant,
+    organisation_create,
+    project_create,
+    run_start,
+    scenario_create,
+)
+from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_REFERENCE
+from pricing.models import PriceEntry, VendorQuote
+
+DEMO_ORGANISATION = "Acme AI Research"
+DEMO_PROJECT = "Llama 3 70B pre-training, 2T tokens"
+DEMO_SEED = 20261123
+TOKENS = 2e12
+#: (scenario name, accelerator, GPUs, price-book entry (provider, region) or None for the quote)
+DEMO_SCENARIOS = (
+    ("A100 80GB at GCP list price", "A100-80GB-SXM", 1024, ("gcp", "us-central1")),
+    ("H100 under the example quote", "H100-SXM", 256, None),
+    ("TPU v5p at GCP list price", "TPU-v5p", 1024, ("gcp", "us-central1")),
+)
+
+
+def _organisation() -> Organisation:
+    organisation = Organisation.objects.filter(name=DEMO_ORGANISATION).first()
+    if organisation is None:
+        organisation = organisation_create(name=DEMO_ORGANISATION, base_currency="USD")
+    for demo in DEMO_USERS:
+        user = User.objects.get(username=demo.username)
+        for role in demo.roles:
+            membership_grant(organisation=organisation, user=user, role=role)
+        membership_grant(organisation=organisation, user=user, role=Role.VIEWER)
+    return organisation
+
+
+def _price(accelerator: str, where: tuple[str, str] | None) -> PriceEntry | VendorQuote:
+    if where is None:
+        return VendorQuote.objects.get(reference=EXAMPLE_QUOTE_REFERENCE)
+    provider, region = where
+    return PriceEntry.objects.get(
+        book__name=EXAMPLE_BOOK_NAME,
+        provider__slug=provider,
+        region=region,
+        accelerator__catalog_id=accelerator,
+        pricing_type="on_demand",
+    )
+
+
+def planner_demo_load() -> list[str]:
+    """Create the demo project and start one run per scenario (eager in the embedded mode)."""
+    with transaction.atomic():
+        organisation = _organisation()
+        if Project.objects.filter(organisation=organisation, name=DEMO_PROJECT).exists():
+            return [f"Demo project '{DEMO_PROJECT}': present."]
+        maya = User.objects.get(username="maya")
+        project = project_create(
+            user=maya,
+            organisation=organisation,
+            name=DEMO_PROJECT,
+            goal="Pre-train a Llama 3 70B-class model on 2 T tokens for the Q3 product launch.",
+            deadline=timezone.localdate() + timedelta(days=150),
+            budget_ceiling=Decimal("9000000"),
+            currency="USD",
+        )
+        scenarios = []
+        for name, accelerator, gpus, where in DEMO_SCENARIOS:
+            price = _price(accelerator, where)
+            scenarios.append(
+                scenario_create(
+                    user=maya,
+                    project=project,
+                    name=name,
+                    model_preset="llama3-70b",
+                    spec=preset_scenario(
+                        "llama3-70b", accelerator=accelerator, num_gpus=gpus, tokens=TOKENS
+                    ),
+                    price_source="vendor_quote" if where is None else "price_entry",
+                    price=price,
+                )
+            )
+    for scenario in scenarios:
+        with transaction.atomic():
+            run_start(user=maya, scenario=scenario, seed=DEMO_SEED)
+    return [
+        f"Demo project '{DEMO_PROJECT}': created with {len(scenarios)} scenarios, "
+        "each estimated (or queued for a worker when Redis is configured)."
+    ]

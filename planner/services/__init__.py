@@ -1,0 +1,44 @@
+"""Every write of the planner app goes through these functions (``<entity>_<action>``).
+
+They check the user's role in the organisation and raise
+:class:`planner.errors.PlannerError` (never a web framework's exception).
+"""
+
+from planner.services.access import role_assert, user_roles
+from planner.services.comparisons import comparison_create
+from planner.services.projects import (
+    membership_grant,
+    organisation_create,
+    project_create,
+    project_delete,
+    project_update,
+)
+from planner.services.runs import run_execute, run_retry, run_start
+from planner.services.scenarios import (
+    price_snapshot,
+    scenario_create,
+    scenario_delete,
+    scenario_export,
+    scenario_import,
+    scenario_update,
+)
+
+__all__ = [
+    "comparison_create",
+    "membership_grant",
+    "organisation_create",
+    "price_snapshot",
+    "project_create",
+    "project_delete",
+    "project_update",
+    "role_assert",
+    "run_execute",
+    "run_retry",
+    "run_start",
+    "scenario_create",
+    "scenario_delete",
+    "scenario_export",
+    "scenario_import",
+    "scenario_update",
+    "user_roles",
+]

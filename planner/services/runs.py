@@ -1,0 +1,217 @@
+"""Estimation runs: start one (a row, then a Celery task on commit), execute it, retry it.
+
+A run copies the scenario's inputs and price when it starts. The task calls
+:func:`run_execute` with the run's id; that function is idempotent (a finished run is left
+as it is), so a task redelivered after its worker died simply runs again.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
+from django.utils import timezone
+
+from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate
+from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
+from planner.budget import budget_figures
+from planner.errors import PlannerError, RunNotRetryable
+from planner.models import EstimationRun, RunStatus, Scenario
+from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from planner.services.scenarios import price_snapshot
+from pricing.errors import PricingError
+from pricing.models import Accelerator
+from pricing.selectors import money_convert
+
+logger = logging.getLogger(__name__)
+Actor = User | AnonymousUser
+DEFAULT_SAMPLES = 4000
+
+
+def _enqueue(run_id: int) -> None:
+    # Imported here: the task module imports this one.
+    from planner.tasks import estimation_run_task
+
+    result = estimation_run_task.delay(run_id)
+    EstimationRun.objects.filter(pk=run_id, task_id="").update(task_id=result.id or "")
+
+
+@transaction.atomic
+def run_start(
+    *,
+    user: Actor,
+    scenario: Scenario,
+    seed: int | None = None,
+    samples: int = DEFAULT_SAMPLES,
+) -> EstimationRun:
+    """Create a queued run of ``scenario`` and enqueue its task once the row is committed."""
+    role_assert(user, scenario.project.organisation, AUTHOR_ROLES, action="run estimations")
+    if not 100 <= samples <= MAX_SAMPLES:
+        raise PlannerError(f"must be between 100 and {MAX_SAMPLES:,}", field="samples")
+    if seed is not None and not 0 <= seed < 2**63:
+        raise PlannerError("must be between 0 and 2^63 - 1", field="seed")
+    run = EstimationRun.objects.create(
+        scenario=scenario,
+        seed=secrets.randbelow(2**31) if seed is None else seed,
+        samples=samples,
+        inputs={
+            "scenario": scenario.spec,
+            "pue": str(scenario.pue),
+            "utilisation": [str(scenario.utilisation_low), str(scenario.utilisation_high)],
+        },
+        price=price_snapshot(scenario),
+        created_by=actor_user(user),
+    )
+    transaction.on_commit(lambda: _enqueue(run.pk))
+    return run
+
+
+@transaction.atomic
+def run_retry(*, user: Actor, run: EstimationRun) -> EstimationRun:
+    """Queue a failed run again, with the same inputs, price and seed."""
+    role_assert(user, run.scenario.project.organisation, AUTHOR_ROLES, action="retry runs")
+    current = EstimationRun.objects.select_for_update().get(pk=run.pk)
+    if current.status != RunStatus.FAILED:
+        raise RunNotRetryable(f"Run {run.pk} is {current.status}; only a failed run is retried.")
+    current.status, current.error, current.progress = RunStatus.QUEUED, "", 0.0
+    current.progress_message, current.task_id = "", ""
+    current.save(update_fields=["status", "error", "progress", "progress_message", "task_id"])
+    transaction.on_commit(lambda: _enqueue(current.pk))
+    return current
+
+
+def _progress_report(run_id: int) -> Callable[[float, str], None]:
+    def report(fraction: float, message: str) -> None:
+        EstimationRun.objects.filter(pk=run_id).update(
+            progress=min(max(fraction, 0.0), 1.0), progress_message=message[:200]
+        )
+
+    return report
+
+
+def _claim(run_id: int) -> EstimationRun | None:
+    """Mark the run running; None when it is already finished (a redelivered task)."""
+    with transaction.atomic():
+        run = EstimationRun.objects.select_for_update().filter(pk=run_id).first()
+        if run is None or run.is_finished:
+            return None
+        run.status, run.attempts = RunStatus.RUNNING, run.attempts + 1
+        run.started_at, run.progress, run.progress_message = timezone.now(), 0.0, "starting"
+        run.save(update_fields=["status", "attempts", "started_at", "progress", "progress_message"])
+        return run
+
+
+def _tdp_w(catalog_id: str) -> float:
+    accelerator = Accelerator.objects.filter(catalog_id=catalog_id).first()
+    return float(accelerator.tdp_w) if accelerator else 0.0
+
+
+def _converted(run: EstimationRun, budget: dict[str, Any]) -> dict[str, Any] | None:
+    """The P50 and P90 cost in the organisation's base currency, with the rate used."""
+    target = run.scenario.project.organisation.base_currency
+    if budget["currency"] == target:
+        return None
+    try:
+        p50, p90 = (
+            money_convert(
+                amount=Decimal(budget["cost"][key]),
+                from_currency=budget["currency"],
+                to_currency=target,
+                on=timezone.localdate(),
+            )
+            for key in ("p50", "p90")
+        )
+    except PricingError as error:
+        return {"currency": target, "error": error.message}
+    return {
+        "currency": target,
+        "p50": str(p50.amount.quantize(Decimal("0.01"))),
+        "p90": str(p90.amount.quantize(Decimal("0.01"))),
+        "rate": str(p50.rate),
+        "rate_date": p50.rate_date.isoformat(),
+        "rate_source": p50.rate_source,
+    }
+
+
+def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dict[str, Any]:
+    """Estimate, Monte Carlo and budget of a run's frozen inputs (no writes)."""
+    spec = run.inputs["scenario"]
+    report(
+        0.05, "estimating (searching layouts)" if spec["parallelism"] == "auto" else "estimating"
+    )
+    result = estimate(spec)
+    low, high = (float(value) for value in run.inputs["utilisation"])
+    report(0.2, f"Monte Carlo, {run.samples:,} samples")
+    montecarlo = monte_carlo(
+        spec,
+        seed=run.seed,
+        samples=run.samples,
+        uncertainty=Uncertainty(utilisation=(low, high)),
+        progress=lambda fraction: report(0.2 + 0.75 * fraction, "Monte Carlo"),
+    )
+    budget = budget_figures(
+        estimate=result,
+        montecarlo=montecarlo,
+        price_per_gpu_hour=Decimal(run.price["price_per_gpu_hour"]),
+        currency=run.price["currency"],
+        tokens=float(spec["training"]["tokens"]),
+        tdp_w=_tdp_w(spec["cluster"]["accelerator"]),
+        pue=Decimal(run.inputs["pue"]),
+    ).as_json()
+    budget["converted"] = _converted(run, budget)
+    return {"result": result, "montecarlo": montecarlo, "budget": budget}
+
+
+def _finish(run_id: int, **fields: Any) -> None:
+    EstimationRun.objects.filter(pk=run_id).update(finished_at=timezone.now(), **fields)
+
+
+def run_execute(*, run_id: int) -> EstimationRun | None:
+    """Run the estimation of ``run_id`` and store its figures; the Celery task's body.
+
+    Bad inputs (a scenario the estimator refuses) mark the run failed with the reason.
+    Any other exception marks it failed too and is re-raised, so the worker logs it.
+    """
+    run = _claim(run_id)
+    if run is None:
+        return None
+    try:
+        figures = run_compute(run, _progress_report(run_id))
+    except (ScenarioError, PlannerError, PricingError) as error:
+        message = f"{error.key}: {error.reason}" if isinstance(error, ScenarioError) else str(error)
+        _finish(run_id, status=RunStatus.FAILED, error=message, progress_message="failed")
+        return EstimationRun.objects.get(pk=run_id)
+    except Exception as error:
+        logger.exception("run %s failed", run_id)
+        _finish(
+            run_id,
+            status=RunStatus.FAILED,
+            error=f"internal error ({type(error).__name__}): {error}",
+            progress_message="failed",
+        )
+        raise
+    _finish(
+        run_id,
+        status=RunStatus.SUCCEEDED,
+        progress=1.0,
+        progress_message="done",
+        estimator_version=ESTIMATOR_VERSION,
+        **figures,
+    )
+    return EstimationRun.objects.get(pk=run_id)
+
+
+def run_fail_timeout(*, run_id: int, seconds: int) -> None:
+    """Mark a run failed because its task hit the time limit."""
+    _finish(
+        run_id,
+        status=RunStatus.FAILED,
+        error=f"the estimation took longer than its {seconds} s limit; retry it, or use "
+        "fewer Monte Carlo samples",
+        progress_message="failed",
+    )

@@ -1,0 +1,335 @@
+"""Scenarios: a validated scenario JSON plus the price it is costed at; JSON import/export."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
+from django.utils import timezone
+
+from estimator.core import ScenarioError, validate_scenario
+from planner.errors import PlannerError
+from planner.models import PriceSource, Project, Scenario
+from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from pricing.models import OnPremProfile, PriceEntry, VendorQuote
+from pricing.selectors import onprem_profile_cost
+
+Actor = User | AnonymousUser
+EXPORT_FORMAT = "trainplan-scenario"
+EXPORT_VERSION = 1
+SOURCE_FIELDS = {
+    PriceSource.PRICE_ENTRY: "price_entry",
+    PriceSource.VENDOR_QUOTE: "vendor_quote",
+    PriceSource.ONPREM_PROFILE: "onprem_profile",
+}
+PriceObject = PriceEntry | VendorQuote | OnPremProfile
+
+
+def scenario_spec_check(spec: Any) -> dict[str, Any]:
+    """Validate a scenario in the contract's format; errors name ``spec.<key>``."""
+    if not isinstance(spec, dict):
+        raise PlannerError("must be a JSON object in the scenario format", field="spec")
+    if "\\u0000" in json.dumps(spec):
+        raise PlannerError("must not contain the NUL character", field="spec")
+    try:
+        validate_scenario(spec)
+    except ScenarioError as error:
+        raise PlannerError(f"{error.key}: {error.reason}", field=f"spec.{error.key}") from error
+    return spec
+
+
+def _accelerator_match(spec: dict[str, Any], catalog_id: str | None, field: str) -> None:
+    wanted = spec["cluster"]["accelerator"]
+    if catalog_id is not None and catalog_id != wanted:
+        raise PlannerError(
+            f"prices {catalog_id}, but the scenario trains on {wanted}: pick a price for "
+            f"{wanted} or change the accelerator",
+            field=field,
+        )
+
+
+def _entry_check(spec: dict[str, Any], entry: PriceEntry) -> None:
+    if not entry.book.is_published:
+        raise PlannerError(
+            f"belongs to the draft book '{entry.book.name}': only published prices can cost "
+            "a scenario",
+            field="price_entry",
+        )
+    _accelerator_match(spec, entry.accelerator.catalog_id, "price_entry")
+    gpus = spec["cluster"]["num_gpus"]
+    if entry.minimum_count and gpus < entry.minimum_count:
+        raise PlannerError(
+            f"applies from {entry.minimum_count} accelerators; the scenario uses {gpus}",
+            field="price_entry",
+        )
+
+
+def _quote_check(spec: dict[str, Any], quote: VendorQuote) -> None:
+    today = timezone.localdate()
+    validity = quote.validity_on(today)
+    if validity != "valid":
+        state = "expired" if validity == "expired" else "not valid yet"
+        raise PlannerError(
+            f"{quote} is {state} (valid {quote.valid_from} to {quote.valid_until})",
+            field="vendor_quote",
+        )
+    _accelerator_match(spec, quote.accelerator.catalog_id, "vendor_quote")
+    gpus = spec["cluster"]["num_gpus"]
+    if gpus > quote.accelerator_count:
+        raise PlannerError(
+            f"covers {quote.accelerator_count} accelerators; the scenario uses {gpus}",
+            field="vendor_quote",
+        )
+
+
+def _onprem_check(spec: dict[str, Any], profile: OnPremProfile) -> None:
+    catalog_id = profile.accelerator.catalog_id if profile.accelerator else None
+    _accelerator_match(spec, catalog_id, "onprem_profile")
+
+
+def price_source_check(spec: dict[str, Any], source: str, price: PriceObject | None) -> None:
+    """The price must exist, be usable today and price the scenario's accelerator."""
+    if source not in SOURCE_FIELDS:
+        raise PlannerError(f"must be one of {', '.join(PriceSource.values)}", field="price_source")
+    field = SOURCE_FIELDS[PriceSource(source)]
+    if price is None:
+        raise PlannerError(f"is required when the price source is {source}", field=field)
+    if isinstance(price, PriceEntry):
+        _entry_check(spec, price)
+    elif isinstance(price, VendorQuote):
+        _quote_check(spec, price)
+    else:
+        _onprem_check(spec, price)
+
+
+def price_snapshot(scenario: Scenario) -> dict[str, Any]:
+    """The price a run of ``scenario`` uses, copied with where it came from."""
+    if scenario.price_entry is not None:
+        entry = scenario.price_entry
+        return {
+            "source": PriceSource.PRICE_ENTRY.value,
+            "id": entry.pk,
+            "label": f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}",
+            "price_per_gpu_hour": str(entry.price_per_accelerator_hour),
+            "currency": entry.book.currency,
+            "reference": (
+                f"price book '{entry.book.name}' (fetched {entry.book.fetched_at:%Y-%m-%d})"
+            ),
+            "book_id": entry.book_id,
+            "details": entry.source,
+        }
+    if scenario.vendor_quote is not None:
+        quote = scenario.vendor_quote
+        return {
+            "source": PriceSource.VENDOR_QUOTE.value,
+            "id": quote.pk,
+            "label": f"{quote.vendor} quote {quote.reference}".strip(),
+            "price_per_gpu_hour": str(quote.price_per_accelerator_hour),
+            "currency": quote.currency,
+            "reference": f"valid {quote.valid_from} to {quote.valid_until}",
+            "details": quote.terms,
+        }
+    profile = scenario.onprem_profile
+    assert profile is not None  # the model's check constraint guarantees one source
+    cost = onprem_profile_cost(profile=profile)
+    return {
+        "source": PriceSource.ONPREM_PROFILE.value,
+        "id": profile.pk,
+        "label": f"on-prem profile '{profile.name}'",
+        "price_per_gpu_hour": str(cost.price_per_gpu_hour.quantize(Decimal("0.0001"))),
+        "currency": profile.currency,
+        "reference": "cost of ownership (capital, power, colocation, operations)",
+        "details": profile.source,
+    }
+
+
+def _utilisation_check(low: Decimal, high: Decimal) -> None:
+    if not Decimal("0.1") <= low <= high <= Decimal(1):
+        raise PlannerError(
+            f"needs 0.1 <= low <= high <= 1, got {low} and {high}", field="utilisation_low"
+        )
+
+
+def _pue_check(pue: Decimal) -> None:
+    if not Decimal(1) <= pue <= Decimal(3):
+        raise PlannerError(f"must be between 1 and 3, got {pue}", field="pue")
+
+
+def _price_fields(source: str, price: PriceObject | None) -> dict[str, Any]:
+    fields: dict[str, Any] = {"price_entry": None, "vendor_quote": None, "onprem_profile": None}
+    if source in SOURCE_FIELDS:
+        fields[SOURCE_FIELDS[PriceSource(source)]] = price
+    return fields
+
+
+@transaction.atomic
+def scenario_create(
+    *,
+    user: Actor,
+    project: Project,
+    name: str,
+    spec: Any,
+    price_source: str,
+    price: PriceObject | None,
+    description: str = "",
+    model_preset: str = "",
+    pue: Decimal = Decimal("1.20"),
+    utilisation_low: Decimal = Decimal("0.9"),
+    utilisation_high: Decimal = Decimal(1),
+) -> Scenario:
+    """Add a scenario to ``project``; every input is checked before anything is written."""
+    role_assert(user, project.organisation, AUTHOR_ROLES, action="add scenarios")
+    if not name.strip():
+        raise PlannerError("must not be empty", field="name")
+    if project.scenarios.filter(name=name.strip()).exists():
+        raise PlannerError(f"a scenario named {name!r} exists in this project", field="name")
+    spec = scenario_spec_check(spec)
+    price_source_check(spec, price_source, price)
+    _pue_check(pue)
+    _utilisation_check(utilisation_low, utilisation_high)
+    return Scenario.objects.create(
+        project=project,
+        name=name.strip(),
+        description=description,
+        model_preset=model_preset,
+        spec=spec,
+        price_source=price_source,
+        pue=pue,
+        utilisation_low=utilisation_low,
+        utilisation_high=utilisation_high,
+        created_by=actor_user(user),
+        **_price_fields(price_source, price),
+    )
+
+
+SCENARIO_FIELDS = (
+    "name",
+    "description",
+    "model_preset",
+    "spec",
+    "pue",
+    "utilisation_low",
+    "utilisation_high",
+)
+
+
+@transaction.atomic
+def scenario_update(
+    *,
+    user: Actor,
+    scenario: Scenario,
+    price_source: str | None = None,
+    price: PriceObject | None = None,
+    **changes: Any,
+) -> Scenario:
+    """Change a scenario; runs already made keep the copy of the inputs they used."""
+    role_assert(user, scenario.project.organisation, AUTHOR_ROLES, action="edit scenarios")
+    unknown = set(changes) - set(SCENARIO_FIELDS)
+    if unknown:
+        raise PlannerError("cannot be changed", field=sorted(unknown)[0])
+    current = Scenario.objects.select_for_update().get(pk=scenario.pk)
+    if "name" in changes:
+        name = str(changes["name"]).strip()
+        if not name:
+            raise PlannerError("must not be empty", field="name")
+        if current.project.scenarios.filter(name=name).exclude(pk=current.pk).exists():
+            raise PlannerError(f"a scenario named {name!r} exists in this project", field="name")
+        changes["name"] = name
+    spec = scenario_spec_check(changes["spec"]) if "spec" in changes else current.spec
+    if price_source is not None:
+        price_source_check(spec, price_source, price)
+        changes.update(price_source=price_source, **_price_fields(price_source, price))
+    else:
+        price_source_check(spec, current.price_source, _current_price(current))
+    _pue_check(Decimal(changes.get("pue", current.pue)))
+    _utilisation_check(
+        Decimal(changes.get("utilisation_low", current.utilisation_low)),
+        Decimal(changes.get("utilisation_high", current.utilisation_high)),
+    )
+    for field, value in changes.items():
+        setattr(current, field, value)
+    current.save()
+    return current
+
+
+def _current_price(scenario: Scenario) -> PriceObject | None:
+    return scenario.price_entry or scenario.vendor_quote or scenario.onprem_profile
+
+
+@transaction.atomic
+def scenario_delete(*, user: Actor, scenario: Scenario) -> None:
+    role_assert(user, scenario.project.organisation, AUTHOR_ROLES, action="delete scenarios")
+    scenario.delete()
+
+
+def scenario_export(scenario: Scenario) -> dict[str, Any]:
+    """The scenario as a portable JSON document (``scenario_import`` reads it back)."""
+    price = _current_price(scenario)
+    return {
+        "format": EXPORT_FORMAT,
+        "version": EXPORT_VERSION,
+        "name": scenario.name,
+        "description": scenario.description,
+        "model_preset": scenario.model_preset,
+        "scenario": scenario.spec,
+        "price_source": scenario.price_source,
+        "price_id": price.pk if price is not None else None,
+        "pue": str(scenario.pue),
+        "utilisation": [str(scenario.utilisation_low), str(scenario.utilisation_high)],
+    }
+
+
+def _document_price(document: dict[str, Any]) -> tuple[str, PriceObject | None]:
+    source = document.get("price_source")
+    models: dict[str, type[PriceObject]] = {
+        "price_entry": PriceEntry,
+        "vendor_quote": VendorQuote,
+        "onprem_profile": OnPremProfile,
+    }
+    if source not in models:
+        raise PlannerError(f"must be one of {', '.join(models)}", field="price_source")
+    price_id = document.get("price_id")
+    if not isinstance(price_id, int):
+        raise PlannerError(f"must be an integer id, got {price_id!r}", field="price_id")
+    price = models[source]._default_manager.filter(pk=price_id).first()
+    if price is None:
+        raise PlannerError(f"no {source} with id {document.get('price_id')!r}", field="price_id")
+    return source, price
+
+
+def _decimal_field(document: dict[str, Any], key: str, value: Any) -> Decimal:
+    try:
+        number = Decimal(str(value))
+    except ArithmeticError as exc:
+        raise PlannerError(f"must be a number, got {value!r}", field=key) from exc
+    if not number.is_finite():
+        raise PlannerError(f"must be a finite number, got {value!r}", field=key)
+    return number
+
+
+def scenario_import(*, user: Actor, project: Project, document: Any) -> Scenario:
+    """Create a scenario from an exported document; every problem names its key."""
+    if not isinstance(document, dict) or document.get("format") != EXPORT_FORMAT:
+        raise PlannerError(f"is not a {EXPORT_FORMAT} document", field="format")
+    if document.get("version") != EXPORT_VERSION:
+        raise PlannerError(f"must be {EXPORT_VERSION}", field="version")
+    source, price = _document_price(document)
+    utilisation = document.get("utilisation", ["0.9", "1"])
+    if not isinstance(utilisation, list) or len(utilisation) != 2:
+        raise PlannerError("must be a list [low, high]", field="utilisation")
+    return scenario_create(
+        user=user,
+        project=project,
+        name=str(document.get("name", "")),
+        description=str(document.get("description", "")),
+        model_preset=str(document.get("model_preset", "")),
+        spec=document.get("scenario"),
+        price_source=source,
+        price=price,
+        pue=_decimal_field(document, "pue", document.get("pue", "1.20")),
+        utilisation_low=_decimal_field(document, "utilisation", utilisation[0]),
+        utilisation_high=_decimal_field(document, "utilisation", utilisation[1]),
+    )

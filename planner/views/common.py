@@ -1,0 +1,23 @@
+"""What every planner page shares: refusals, roles."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from planner.errors import PlannerError
+from planner.models import Organisation, Role
+from planner.services import user_roles
+
+Actor = User | AnonymousUser
+
+
+def forbidden(request: HttpRequest, error: PlannerError) -> HttpResponse:
+    """The 403 page, saying which role the action needs."""
+    return render(request, "planner/forbidden.html", {"message": error.message}, status=403)
+
+
+def can_author(user: Actor, organisation: Organisation) -> bool:
+    """Whether the page offers writing buttons (the services check again on every write)."""
+    return Role.REQUESTER in user_roles(user, organisation)

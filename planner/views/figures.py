@@ -1,0 +1,189 @@
+"""An estimation run's figures and a comparison's table and charts, shaped for templates."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from planner.models import EstimationRun, RunStatus, Scenario
+from planner.selectors import ComparisonRow, comparison_rows
+
+#: (key in the estimator's output, label) in stacking order; their sum is the step time.
+STEP_PARTS = (
+    ("compute", "Compute"),
+    ("recompute", "Recompute"),
+    ("tp_communication", "Tensor-parallel comms"),
+    ("pp_bubble", "Pipeline bubble"),
+    ("exposed_communication", "Exposed DP/CP comms"),
+    ("overheads", "Framework overheads"),
+)
+MEMORY_PARTS = (
+    ("weights", "Weights"),
+    ("gradients", "Gradients"),
+    ("optimizer", "Optimizer states"),
+    ("activations", "Activations"),
+    ("other", "Other (buffers, fragmentation)"),
+)
+BOTTLENECKS = {
+    "compute": "Compute",
+    "memory": "Memory bandwidth",
+    "communication": "Communication",
+    "pipeline_bubble": "Pipeline bubble",
+}
+
+
+def layout_parts(layout: Mapping[str, Any] | str) -> list[tuple[str, str]]:
+    """The parallel layout as (name, value) pairs, for a compact line of badges."""
+    if not isinstance(layout, Mapping):
+        return [("Layout", str(layout))]
+    parts = [(name.upper(), str(layout.get(name, 1))) for name in ("tp", "pp", "dp", "cp", "ep")]
+    parts += [
+        ("Micro batch", str(layout.get("micro_batch_size", ""))),
+        ("ZeRO", str(layout.get("zero_stage", ""))),
+        ("Recompute", str(layout.get("recompute", ""))),
+    ]
+    if layout.get("sequence_parallel"):
+        parts.append(("Sequence parallel", "on"))
+    if layout.get("pipeline_schedule") == "interleaved":
+        parts.append(("Schedule", f"interleaved, {layout.get('virtual_stages', 1)}"))
+    return parts
+
+
+def layout_text(layout: Mapping[str, Any] | str) -> str:
+    """The layout on one line, e.g. ``TP 2 · PP 4 · DP 64 · CP 1 · ZeRO 1 · micro batch 1``."""
+    if not isinstance(layout, Mapping):
+        return str(layout)
+    sizes = " · ".join(f"{name.upper()} {layout.get(name, 1)}" for name in ("tp", "pp", "dp"))
+    extra = [f"{name.upper()} {layout[name]}" for name in ("cp", "ep") if layout.get(name, 1) > 1]
+    extra += [
+        f"ZeRO {layout.get('zero_stage', 0)}",
+        f"micro batch {layout.get('micro_batch_size')}",
+    ]
+    if layout.get("recompute", "none") != "none":
+        extra.append(f"{layout['recompute']} recompute")
+    return " · ".join([sizes, *extra])
+
+
+def _shares(
+    values: Mapping[str, float], parts: Iterable[tuple[str, str]], whole: float
+) -> list[dict[str, Any]]:
+    return [
+        {
+            "key": key,
+            "label": label,
+            "value": float(values.get(key, 0.0)),
+            "percent": 100 * float(values.get(key, 0.0)) / whole if whole else 0.0,
+        }
+        for key, label in parts
+    ]
+
+
+def run_figures(run: EstimationRun) -> dict[str, Any] | None:
+    """Everything the run and scenario pages show of a successful run; None otherwise."""
+    if run.status != RunStatus.SUCCEEDED or not run.result or not run.budget:
+        return None
+    result, budget = run.result, run.budget
+    memory = result["memory_per_gpu_gib"]
+    capacity = float(result["accelerator_memory_gib"])
+    return {
+        "budget": budget,
+        "days": budget["training_days"],
+        "converted": budget.get("converted"),
+        "mfu_percent": result["mfu"] * 100,
+        "hfu_percent": result["hfu"] * 100,
+        "goodput_percent": result.get("goodput", 1.0) * 100,
+        "result": result,
+        "layout": layout_parts(result["parallelism"]),
+        "memory": _shares(memory, MEMORY_PARTS, capacity),
+        "memory_total": memory["total"],
+        "memory_capacity": capacity,
+        "memory_percent": 100 * memory["total"] / capacity if capacity else 0.0,
+        "step": _shares(result["time_per_step_breakdown_s"], STEP_PARTS, result["step_time_s"]),
+        "dp_traffic_s": result["time_per_step_breakdown_s"].get("dp_communication", 0.0),
+        "bottleneck": BOTTLENECKS.get(result["bottleneck"], result["bottleneck"]),
+        "tokens": run.inputs["scenario"]["training"]["tokens"],
+    }
+
+
+# --- Comparisons ----------------------------------------------------------------------------
+
+
+def _cost_per_million(row: ComparisonRow) -> Decimal | None:
+    if row.cost_p50 is None or row.run is None:
+        return None
+    tokens = Decimal(repr(float(row.run.inputs["scenario"]["training"]["tokens"])))
+    return (row.cost_p50 / tokens * Decimal(1_000_000)).quantize(Decimal("0.01"))
+
+
+def _table_row(row: ComparisonRow) -> dict[str, Any]:
+    result, budget = row.result, row.budget
+    memory = result.get("memory_per_gpu_gib", {})
+    return {
+        "row": row,
+        "scenario": row.scenario,
+        "run": row.run,
+        "days": budget.get("training_days"),
+        "gpu_hours_p50": budget.get("gpu_hours", {}).get("p50"),
+        "cost_per_million": _cost_per_million(row),
+        "mfu_percent": result["mfu"] * 100 if result else None,
+        "fits": result.get("fits_in_memory"),
+        "memory_total": memory.get("total"),
+        "memory_capacity": result.get("accelerator_memory_gib"),
+        "bottleneck": BOTTLENECKS.get(result.get("bottleneck", ""), result.get("bottleneck")),
+        "unconverted": bool(row.run) and row.cost_p50 is None,
+        "run_currency": budget.get("currency", ""),
+    }
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def _chart_data(rows: list[ComparisonRow], currency: str) -> dict[str, Any]:
+    done = [row for row in rows if row.run is not None]
+    names = [row.scenario.name for row in done]
+    return {
+        "currency": currency,
+        "points": [
+            {
+                "name": row.scenario.name,
+                "days": [row.budget["training_days"][k] for k in ("p10", "p50", "p90")],
+                "cost": [_float(c) for c in (row.cost_p10, row.cost_p50, row.cost_p90)],
+                "cheapest": row.cheapest,
+                "fastest": row.fastest,
+            }
+            for row in done
+            if row.cost_p50 is not None
+        ],
+        "step": {
+            "labels": names,
+            "parts": [
+                {
+                    "label": label,
+                    "values": [row.result["time_per_step_breakdown_s"][key] for row in done],
+                }
+                for key, label in STEP_PARTS
+            ],
+        },
+        "memory": {
+            "labels": names,
+            "parts": [
+                {"label": label, "values": [row.result["memory_per_gpu_gib"][key] for row in done]}
+                for key, label in MEMORY_PARTS
+            ],
+            "capacity": [row.result["accelerator_memory_gib"] for row in done],
+        },
+    }
+
+
+def comparison_context(scenarios: Iterable[Scenario], currency: str) -> dict[str, Any]:
+    """The comparison table (cheapest and fastest marked) and its charts' data."""
+    rows = comparison_rows(scenarios, currency)
+    return {
+        "table": [_table_row(row) for row in rows],
+        "chart_data": _chart_data(rows, currency),
+        "currency": currency,
+        "missing_runs": [row.scenario for row in rows if row.run is None],
+        "has_figures": any(row.run is not None for row in rows),
+    }

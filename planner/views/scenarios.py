@@ -1,0 +1,184 @@
+"""Scenario pages: the form (create, edit), the JSON editor, import and export, the summary."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.text import slugify
+from django.views.decorators.http import require_GET, require_http_methods
+
+from planner import selectors, services
+from planner.errors import NotAllowed, PlannerError
+from planner.forms import (
+    ScenarioForm,
+    ScenarioImportForm,
+    ScenarioJsonForm,
+    planner_error_add,
+    preset_matching,
+    presets_for_page,
+)
+from planner.models import Project, RunStatus, Scenario
+from planner.views.common import can_author, forbidden
+from planner.views.figures import layout_parts, run_figures
+from planner.views.reads import tokens_text
+
+#: The estimator's documented defaults, shown when a scenario leaves its margins out.
+DEFAULT_MARGINS = {"framework_overhead": 0.10, "network_jitter": 0.05}
+
+
+def _author_project(request: HttpRequest, pk: int) -> Project:
+    return get_object_or_404(selectors.projects_for(request.user), pk=pk)
+
+
+def _refusal(project: Project, action: str) -> NotAllowed:
+    return NotAllowed(f"Only a requester of {project.organisation} may {action}.")
+
+
+def _form_page(
+    request: HttpRequest, form: ScenarioForm, project: Project, scenario: Scenario | None
+) -> HttpResponse:
+    context = {
+        "form": form,
+        "project": project,
+        "scenario": scenario,
+        "presets": presets_for_page(),
+    }
+    return render(request, "planner/scenario_form.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
+    project = _author_project(request, pk)
+    if not can_author(request.user, project.organisation):
+        return forbidden(request, _refusal(project, "add scenarios"))
+    form = ScenarioForm(request.POST or None, initial=ScenarioForm.initial_for_preset())
+    if request.method == "POST" and form.is_valid():
+        try:
+            scenario = services.scenario_create(
+                user=request.user, project=project, **form.service_arguments()
+            )
+        except NotAllowed as error:
+            return forbidden(request, error)
+        except PlannerError as error:
+            planner_error_add(form, error)
+        else:
+            messages.success(request, f"Added the scenario '{scenario.name}'.")
+            return redirect(scenario)
+    return _form_page(request, form, project, None)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
+    if not can_author(request.user, scenario.project.organisation):
+        return forbidden(request, _refusal(scenario.project, "edit scenarios"))
+    form = ScenarioForm(
+        request.POST or None,
+        initial=ScenarioForm.initial_from(scenario),
+        base_spec=scenario.spec,
+        current_price=scenario.price_entry or scenario.vendor_quote or scenario.onprem_profile,
+    )
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.scenario_update(
+                user=request.user, scenario=scenario, **form.service_arguments()
+            )
+        except NotAllowed as error:
+            return forbidden(request, error)
+        except PlannerError as error:
+            planner_error_add(form, error)
+        else:
+            messages.success(request, "Saved. Runs made before keep the inputs they used.")
+            return redirect(scenario)
+    return _form_page(request, form, scenario.project, scenario)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_json_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """Advanced: the scenario JSON itself, checked by the estimator when saved."""
+    scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
+    if not can_author(request.user, scenario.project.organisation):
+        return forbidden(request, _refusal(scenario.project, "edit scenarios"))
+    initial = {"spec": json.dumps(scenario.spec, indent=2)}
+    form = ScenarioJsonForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        spec = form.cleaned_data["spec"]
+        model = spec.get("model") if isinstance(spec, dict) else None
+        preset = preset_matching(model, scenario.model_preset) if isinstance(model, dict) else ""
+        try:
+            services.scenario_update(
+                user=request.user, scenario=scenario, spec=spec, model_preset=preset
+            )
+        except NotAllowed as error:
+            return forbidden(request, error)
+        except PlannerError as error:
+            planner_error_add(form, error)
+        else:
+            messages.success(request, "Saved the scenario JSON.")
+            return redirect(scenario)
+    context = {"form": form, "scenario": scenario, "project": scenario.project}
+    return render(request, "planner/scenario_json.html", context)
+
+
+@login_required
+@require_GET
+def scenario_export(request: HttpRequest, pk: int) -> HttpResponse:
+    """The scenario as a JSON file that "Import scenario JSON" reads back."""
+    scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
+    response = JsonResponse(services.scenario_export(scenario), json_dumps_params={"indent": 2})
+    filename = f"{slugify(scenario.name) or 'scenario'}.trainplan.json"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_import(request: HttpRequest, pk: int) -> HttpResponse:
+    project = _author_project(request, pk)
+    if not can_author(request.user, project.organisation):
+        return forbidden(request, _refusal(project, "import scenarios"))
+    form = ScenarioImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            scenario = services.scenario_import(
+                user=request.user, project=project, document=form.cleaned_data["parsed"]
+            )
+        except NotAllowed as error:
+            return forbidden(request, error)
+        except PlannerError as error:
+            planner_error_add(form, error)
+        else:
+            messages.success(request, f"Imported the scenario '{scenario.name}'.")
+            return redirect(scenario)
+    return render(request, "planner/scenario_import.html", {"form": form, "project": project})
+
+
+@login_required
+@require_GET
+def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
+    runs = list(scenario.runs.select_related("created_by"))
+    succeeded = next((run for run in runs if run.status == RunStatus.SUCCEEDED), None)
+    latest = runs[0] if runs else None
+    context = {
+        "scenario": scenario,
+        "project": scenario.project,
+        "spec": scenario.spec,
+        "layout": layout_parts(scenario.spec["parallelism"]),
+        "tokens_label": tokens_text(float(scenario.spec["training"]["tokens"])),
+        "margins": {**DEFAULT_MARGINS, **scenario.spec.get("margins", {})},
+        "price": services.price_snapshot(scenario),
+        "runs": runs,
+        "latest": latest,
+        "figures_run": succeeded,
+        "figures": run_figures(succeeded) if succeeded else None,
+        "can_author": can_author(request.user, scenario.project.organisation),
+    }
+    return render(request, "planner/scenario_detail.html", context)

@@ -1,0 +1,84 @@
+"""Fixtures of the planner API tests: signed-in clients and request bodies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from planner.models import EstimationRun, Project, Scenario
+from planner.services import run_execute, run_start, scenario_create
+from pricing.models import Accelerator, VendorQuote
+from pricing.services import quote_create
+from tests.planner.conftest import api_client, list_price, small_spec
+
+
+@pytest.fixture
+def requester_api(requester: User) -> APIClient:
+    return api_client(requester)
+
+
+@pytest.fixture
+def viewer_api(viewer: User) -> APIClient:
+    return api_client(viewer)
+
+
+@pytest.fixture
+def outsider_api(outsider: User) -> APIClient:
+    return api_client(outsider)
+
+
+@pytest.fixture
+def scenario_payload(prices: None, project: Project) -> Callable[..., dict[str, Any]]:
+    """A valid scenario body for ``project``; keyword arguments replace its fields."""
+
+    def payload(**changes: Any) -> dict[str, Any]:
+        return {
+            "project": project.pk,
+            "name": "H100 on 128",
+            "spec": small_spec("H100-SXM", 128),
+            "price_source": "price_entry",
+            "price_entry": list_price("H100-SXM").pk,
+        } | changes
+
+    return payload
+
+
+@pytest.fixture
+def expired_quote(prices: None) -> VendorQuote:
+    return quote_create(
+        user=None,
+        vendor="Old Compute Ltd",
+        reference="OLD-1",
+        accelerator=Accelerator.objects.get(catalog_id="H100-SXM"),
+        accelerator_count=512,
+        price_per_accelerator_hour=Decimal("1.99"),
+        currency="USD",
+        valid_from=date(2024, 1, 1),
+        valid_until=date(2024, 12, 31),
+    )
+
+
+def finished_run(scenario: Scenario, user: User, *, seed: int = 7) -> EstimationRun:
+    """A run of ``scenario`` executed here, as the worker would, without enqueuing a task."""
+    run = run_start(user=user, scenario=scenario, seed=seed, samples=500)
+    finished = run_execute(run_id=run.pk)
+    assert finished is not None
+    assert finished.status == "succeeded", finished.error
+    return finished
+
+
+def scenario_add(project: Project, user: User, name: str, num_gpus: int) -> Scenario:
+    return scenario_create(
+        user=user,
+        project=project,
+        name=name,
+        spec=small_spec("H100-SXM", num_gpus),
+        price_source="price_entry",
+        price=list_price("H100-SXM"),
+    )

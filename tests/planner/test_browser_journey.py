@@ -1,0 +1,179 @@
+"""The main journey in real Chromium: a requester plans three ways to train one model.
+
+Maya creates a project, adds three scenarios (A100, H100 and TPU v5p at list prices), runs
+them, watches them finish, and compares them side by side with charts. Runs really execute:
+eagerly in the embedded mode, on a real Celery worker when PostgreSQL and Redis are set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from functools import partial
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.contrib.auth.models import User
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from planner.demo import demo_users_load
+from planner.models import EstimationRun, Project, Role, RunStatus
+from planner.services import membership_grant, organisation_create
+from pricing.demo import pricing_demo_load
+from tests.planner.conftest import list_price
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+RUN_TIMEOUT_S = 90
+#: (scenario name, accelerator, GPUs, provider of the list price)
+SCENARIOS = (
+    ("A100 80GB at AWS list price", "A100-80GB-SXM", 64, "aws"),
+    ("H100 at Nebius list price", "H100-SXM", 64, "nebius"),
+    ("TPU v5p at GCP list price", "TPU-v5p", 64, "gcp"),
+)
+Screenshot = Callable[[str], Path]
+
+CANVAS_INK = """
+const canvas = document.querySelector(`[data-testid="${arguments[0]}"]`);
+if (!canvas || !window.Chart || !window.Chart.getChart(canvas)) return -1;
+const pixels = canvas.getContext("2d").getImageData(0, 0, canvas.width, canvas.height).data;
+let ink = 0;
+for (let i = 3; i < pixels.length; i += 4) if (pixels[i] > 0) ink += 1;
+return ink;
+"""
+
+
+def _inked(driver: WebDriver, *, chart: str) -> bool:
+    """Whether Chart.js has drawn on the canvas (-1 before it has made the chart)."""
+    return int(driver.execute_script(CANVAS_INK, chart)) > 0
+
+
+def _css(browser: WebDriver, selector: str) -> object:
+    return browser.find_element(By.CSS_SELECTOR, selector)
+
+
+def _type(browser: WebDriver, name: str, text: str) -> None:
+    field = browser.find_element(By.NAME, name)
+    field.clear()
+    field.send_keys(text)
+
+
+def _log_in(browser: WebDriver, base: str) -> None:
+    browser.get(f"{base}/accounts/login/")
+    _type(browser, "username", "maya")
+    _type(browser, "password", "maya-demo-pass")
+    browser.find_element(By.CSS_SELECTOR, "form.form button[type=submit]").click()
+    assert _css(browser, "[data-testid=current-user]").text == "Maya Lindqvist"  # type: ignore[attr-defined]
+
+
+def _create_project(browser: WebDriver, screenshot: Screenshot) -> Project:
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=new-project]").click()
+    _type(browser, "name", "Llama 3 8B continued pre-training")
+    _type(browser, "goal", "200 B more tokens of code and maths before the summer release.")
+    _type(browser, "budget_ceiling", "250000")
+    screenshot("01-new-project")
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=create-project]").click()
+    heading = browser.find_element(By.CSS_SELECTOR, "[data-testid=project-name]")
+    assert heading.text == "Llama 3 8B continued pre-training"
+    return Project.objects.get(name=heading.text)
+
+
+def _add_scenario(
+    browser: WebDriver, name: str, accelerator: str, gpus: int, provider: str
+) -> None:
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=add-scenario]").click()
+    _type(browser, "name", name)
+    Select(browser.find_element(By.NAME, "model_preset")).select_by_value("llama3-8b")
+    _type(browser, "tokens", "200B")
+    Select(browser.find_element(By.NAME, "accelerator")).select_by_value(accelerator)
+    _type(browser, "num_gpus", str(gpus))
+    price = list_price(accelerator, provider=provider)
+    Select(browser.find_element(By.NAME, "price")).select_by_value(f"price_entry:{price.pk}")
+
+
+def _wait_for_status(browser: WebDriver, status: str) -> None:
+    """The run page polls status.json and reloads itself when the run finishes."""
+    waiting = WebDriverWait(
+        browser,
+        RUN_TIMEOUT_S,
+        poll_frequency=0.25,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    )
+    waiting.until(
+        lambda driver: (
+            driver.find_element(By.CSS_SELECTOR, "[data-testid=run-status]").get_attribute(
+                "data-status"
+            )
+            in (status, RunStatus.FAILED)
+        )
+    )
+    badge = browser.find_element(By.CSS_SELECTOR, "[data-testid=run-status]")
+    assert badge.get_attribute("data-status") == status, browser.page_source[-3000:]
+
+
+def test_a_requester_compares_three_accelerators_in_the_browser(
+    live_server: object,
+    browser: WebDriver,
+    screenshot: Screenshot,
+    request: pytest.FixtureRequest,
+) -> None:
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        request.getfixturevalue("celery_worker")  # runs really go through Redis to a worker
+    pricing_demo_load()
+    demo_users_load()
+    organisation = organisation_create(name="Acme AI Research")
+    membership_grant(
+        organisation=organisation, user=User.objects.get(username="maya"), role=Role.REQUESTER
+    )
+    base = live_server.url  # type: ignore[attr-defined]
+    _log_in(browser, base)
+    screenshot("00-dashboard")
+    project = _create_project(browser, screenshot)
+    screenshot("02-project-empty")
+
+    for index, (name, accelerator, gpus, provider) in enumerate(SCENARIOS, start=1):
+        browser.get(f"{base}{project.get_absolute_url()}")
+        _add_scenario(browser, name, accelerator, gpus, provider)
+        screenshot(f"03-scenario-{index}-form")
+        browser.find_element(By.CSS_SELECTOR, "[data-testid=save-scenario]").click()
+        assert browser.find_element(By.CSS_SELECTOR, "[data-testid=scenario-name]").text.startswith(
+            name
+        )
+        browser.find_element(By.CSS_SELECTOR, "[data-testid=run-button]").click()
+        WebDriverWait(browser, 15).until(lambda driver: "/runs/" in driver.current_url)
+        screenshot(f"04-run-{index}-started")  # the live progress bar, when a worker runs it
+        _wait_for_status(browser, RunStatus.SUCCEEDED)
+        screenshot(f"05-run-{index}-finished")
+
+    browser.get(f"{base}{project.get_absolute_url()}")
+    statuses = browser.find_elements(By.CSS_SELECTOR, "[data-testid=run-status]")
+    assert [s.get_attribute("data-status") for s in statuses] == ["succeeded"] * 3
+    screenshot("06-project-estimated")
+    for box in browser.find_elements(By.CSS_SELECTOR, "[data-testid=compare-check]"):
+        box.click()
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=compare-selected]").click()
+
+    for chart in ("cost-vs-days-chart", "step-time-chart", "memory-chart"):
+        WebDriverWait(browser, 15).until(partial(_inked, chart=chart))
+        assert browser.execute_script(CANVAS_INK, chart) > 1000, chart  # drawn, not blank
+    runs = list(EstimationRun.objects.filter(scenario__project=project))
+    assert len(runs) == 3
+    assert all(run.status == RunStatus.SUCCEEDED and run.budget for run in runs)
+    cheapest = min(runs, key=lambda run: Decimal((run.budget or {})["cost"]["p50"]))
+    fastest = min(runs, key=lambda run: (run.budget or {})["training_days"]["p50"])
+    marked_cheapest = browser.find_element(By.CSS_SELECTOR, "[data-testid=cheapest]")
+    marked_fastest = browser.find_element(By.CSS_SELECTOR, "[data-testid=fastest]")
+    assert marked_cheapest.get_attribute("data-scenario-id") == str(cheapest.scenario_id)
+    assert marked_fastest.get_attribute("data-scenario-id") == str(fastest.scenario_id)
+    assert len(browser.find_elements(By.CSS_SELECTOR, "[data-testid=cheapest]")) == 1
+    assert len(browser.find_elements(By.CSS_SELECTOR, "[data-testid=fastest]")) == 1
+    browser.execute_script("window.scrollTo(0, 0)")
+    screenshot("07-comparison")
+    browser.execute_script(
+        "document.querySelector('[data-testid=cost-vs-days-chart]').scrollIntoView()"
+    )
+    screenshot("08-comparison-charts")

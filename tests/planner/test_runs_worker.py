@@ -1,0 +1,79 @@
+"""Estimation runs through a real Celery worker on Redis and PostgreSQL.
+
+The second test kills the worker (SIGKILL, as the kernel's OOM killer would) while it is in
+the middle of a run; the task was acknowledged late, so Redis hands it to the next worker,
+which runs it to the end.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from django.contrib.auth.models import User
+
+from estimator.core.montecarlo import MAX_SAMPLES
+from planner.models import EstimationRun, RunStatus, Scenario
+from planner.services import run_start
+
+pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+def _wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"timed out after {timeout} s waiting for {what}")
+
+
+def _status(run: EstimationRun) -> EstimationRun:
+    return EstimationRun.objects.get(pk=run.pk)
+
+
+def test_a_real_worker_runs_an_estimation(
+    celery_worker: object, scenario: Scenario, requester: User
+) -> None:
+    run = run_start(user=requester, scenario=scenario, seed=5)  # autocommit: enqueued now
+    _wait_for(lambda: _status(run).is_finished, 60, "the run to finish")
+    done = _status(run)
+    assert done.status == RunStatus.SUCCEEDED, done.error
+    assert done.task_id
+    assert done.budget is not None
+    assert done.result is not None
+    assert done.result["fits_in_memory"] is True
+    assert done.progress == 1.0
+
+
+def test_a_run_survives_its_worker_dying_mid_task(
+    celery_worker_factory: type, scenario: Scenario, requester: User
+) -> None:
+    # Redis re-delivers an unacknowledged task once it has been invisible this long; the
+    # default (the hard time limit + 60 s) is shortened so the test does not wait minutes.
+    quick_redelivery = {
+        "CELERY_VISIBILITY_TIMEOUT": "5",
+        "CELERY_UNACKED_RESTORE_INTERVAL": "1",
+        "CELERY_UNACKED_RESTORE_THROTTLE": "1",
+    }
+    first = celery_worker_factory(quick_redelivery)
+    # The largest Monte Carlo takes a few seconds: long enough to be killed in the middle.
+    run = run_start(user=requester, scenario=scenario, seed=5, samples=MAX_SAMPLES)
+    _wait_for(lambda: _status(run).status == RunStatus.RUNNING, 60, "the run to start")
+    _wait_for(lambda: _status(run).progress > 0.2, 60, "the Monte Carlo to start")
+    first.stop(kill=True)
+    interrupted = _status(run)
+    assert interrupted.status == RunStatus.RUNNING
+    assert interrupted.progress < 1.0
+
+    second = celery_worker_factory(quick_redelivery)
+    try:
+        _wait_for(lambda: _status(run).is_finished, 120, "the re-delivered run to finish")
+    finally:
+        second.stop()
+    done = _status(run)
+    assert done.status == RunStatus.SUCCEEDED, done.error
+    assert done.attempts == 2  # started by the killed worker, finished by the second one
+    assert done.montecarlo is not None
+    assert done.montecarlo["samples"] == MAX_SAMPLES
