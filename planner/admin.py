@@ -10,7 +10,16 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from planner.models import Comparison, EstimationRun, Membership, Organisation, Project, Scenario
+from planner.models import (
+    AuditEvent,
+    BudgetRequest,
+    Comparison,
+    EstimationRun,
+    Membership,
+    Organisation,
+    Project,
+    Scenario,
+)
 
 
 class MembershipInline(admin.TabularInline):
@@ -67,3 +76,36 @@ class EstimationRunAdmin(ReadOnlyAdmin):
 @admin.register(Comparison)
 class ComparisonAdmin(ReadOnlyAdmin):
     list_display = ["name", "project", "created_at"]
+
+
+class AuditEventInline(admin.TabularInline):
+    model = AuditEvent
+    extra = 0
+    can_delete = False
+    fields = ("created_at", "actor", "action", "from_state", "to_state", "changes", "comment")
+    readonly_fields = fields
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(BudgetRequest)
+class BudgetRequestAdmin(ReadOnlyAdmin):
+    """Read-only: the state moves only through the transition services (pages and API)."""
+
+    list_display = ["title", "project", "state", "amount", "currency", "created_by", "updated_at"]
+    list_filter = ["state", "project__organisation"]
+    search_fields = ["title", "project__name", "snapshot_sha256"]
+    inlines = [AuditEventInline]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyAdmin):
+    list_display = ["created_at", "actor", "action", "from_state", "to_state", "project"]
+    list_filter = ["action"]
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False

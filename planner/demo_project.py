@@ -16,8 +16,10 @@ from django.utils import timezone
 
 from estimator.core.presets import preset_scenario
 from planner.demo import DEMO_USERS
-from planner.models import Organisation, Project, Role
+from planner.models import EstimationRun, Organisation, Project, Role, RunStatus
 from planner.services import (
+    budget_request_create,
+    budget_request_submit,
     membership_grant,
     organisation_create,
     project_create,
@@ -96,10 +98,33 @@ def planner_demo_load() -> list[str]:
                     price=price,
                 )
             )
+    runs = []
     for scenario in scenarios:
         with transaction.atomic():
-            run_start(user=maya, scenario=scenario, seed=DEMO_SEED)
-    return [
+            runs.append(run_start(user=maya, scenario=scenario, seed=DEMO_SEED))
+    lines = [
         f"Demo project '{DEMO_PROJECT}': created with {len(scenarios)} scenarios, "
         "each estimated (or queued for a worker when Redis is configured)."
     ]
+    return lines + _budget_request(maya, [EstimationRun.objects.get(pk=r.pk) for r in runs])
+
+
+def _budget_request(maya: User, runs: list[EstimationRun]) -> list[str]:
+    """Submit a budget request on the cheapest run, so finn finds one awaiting approval."""
+    finished = [run for run in runs if run.status == RunStatus.SUCCEEDED and run.budget]
+    if len(finished) < len(runs):
+        return ["Demo budget request: skipped (the runs are still with the Celery workers)."]
+    cheapest = min(finished, key=lambda run: Decimal(run.budget["cost"]["p50"]))  # type: ignore[index]
+    with transaction.atomic():
+        request = budget_request_create(
+            user=maya,
+            run=cheapest,
+            title=f"{DEMO_PROJECT}: {cheapest.scenario.name}",
+            justification=(
+                "Cheapest of the three options compared at P50; its P90 stays within the "
+                "project's budget ceiling. Contingency is P90 - P50 of the Monte Carlo."
+            ),
+            alternatives=[run for run in finished if run != cheapest],
+        )
+        budget_request_submit(user=maya, request=request, comment="For Q3 sign-off.")
+    return [f"Demo budget request '{request.title}': submitted, awaiting finn's approval."]

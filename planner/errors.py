@@ -28,3 +28,16 @@ class RunNotRetryable(PlannerError):
     """Only a failed run can be retried."""
 
     code = "run_not_retryable"
+
+
+class TransitionRefused(PlannerError):
+    """The budget request is not in a state that allows the transition (often: someone was
+    first)."""
+
+    code = "transition_refused"
+
+
+class SeparationOfDuties(PlannerError):
+    """The user created or edited the budget request, so may not decide on it."""
+
+    code = "separation_of_duties"

@@ -12,9 +12,23 @@ from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Exists, IntegerField, OuterRef, Prefetch, QuerySet, Value
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast, Coalesce
 
-from planner.models import Comparison, EstimationRun, Organisation, Project, Scenario
+from planner.models import (
+    AuditEvent,
+    BudgetDecision,
+    BudgetRequest,
+    BudgetState,
+    Comparison,
+    EstimationRun,
+    Organisation,
+    Project,
+    Role,
+    Scenario,
+)
+from planner.services.budgets import AUTHORING_ACTIONS
 
 Viewer = User | AnonymousUser
 
@@ -123,9 +137,9 @@ def comparison_rows(scenarios: Iterable[Scenario], currency: str) -> list[Compar
     """
     scenarios = list(scenarios)
     latest: dict[int, EstimationRun] = {}
-    succeeded = EstimationRun.objects.filter(
-        scenario__in=scenarios, status="succeeded"
-    ).order_by("scenario_id", "-finished_at")
+    succeeded = EstimationRun.objects.filter(scenario__in=scenarios, status="succeeded").order_by(
+        "scenario_id", "-finished_at"
+    )
     for run in succeeded:  # one query for all scenarios; the newest run of each comes first
         latest.setdefault(run.scenario_id, run)
     rows = []
@@ -140,3 +154,45 @@ def comparison_rows(scenarios: Iterable[Scenario], currency: str) -> list[Compar
     if timed:
         min(timed, key=lambda row: row.days_p50 or 0.0).fastest = True
     return rows
+
+
+def budget_requests_for(user: Viewer) -> QuerySet[BudgetRequest]:
+    """The requests of the projects in the user's organisations (none for anonymous users)."""
+    return BudgetRequest.objects.filter(project__in=projects_for(user))
+
+
+def _approver_organisations(user: User) -> QuerySet[Organisation]:
+    if user.is_superuser:
+        return organisations_for(user)  # superusers hold every role
+    return Organisation.objects.filter(
+        memberships__user__pk=user.pk, memberships__role=Role.APPROVER
+    )
+
+
+def budget_requests_awaiting(
+    user: Viewer, requests: QuerySet[BudgetRequest]
+) -> QuerySet[BudgetRequest]:
+    """The submitted ``requests`` that ``user`` may still decide on.
+
+    The user approves in the request's organisation, is not one of its authors (the creator,
+    or anyone who created, edited or submitted it) and has not decided on the current
+    submission yet: the same rules the decision services apply, as one query.
+    """
+    if not isinstance(user, User) or not user.is_authenticated:
+        return requests.none()
+    authored = AuditEvent.objects.filter(
+        request=OuterRef("pk"), actor__pk=user.pk, action__in=AUTHORING_ACTIONS
+    )
+    decided = BudgetDecision.objects.filter(
+        request=OuterRef("pk"), approver__pk=user.pk, submission=OuterRef("current_submission")
+    )
+    submission = Cast(KeyTextTransform("submission", "snapshot"), IntegerField())
+    return (
+        requests.filter(
+            state=BudgetState.SUBMITTED,
+            project__organisation__in=_approver_organisations(user),
+        )
+        .exclude(created_by__pk=user.pk)
+        .annotate(current_submission=Coalesce(submission, Value(1)))
+        .filter(~Exists(authored), ~Exists(decided))
+    )

@@ -1,8 +1,8 @@
-"""Pages of the planner: projects, scenarios, estimation runs, comparisons, capacity."""
+"""Pages of the planner: projects, scenarios, runs, comparisons, capacity, budget requests."""
 
 from django.urls import path
 
-from planner.views import capacity, comparisons, projects, runs, scenarios
+from planner.views import budgets, capacity, comparisons, projects, runs, scenarios
 
 app_name = "planner"
 urlpatterns = [
@@ -22,4 +22,21 @@ urlpatterns = [
     path("runs/<int:pk>/retry/", runs.run_retry, name="run-retry"),
     path("comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison-detail"),
     path("capacity/", capacity.capacity_plan_page, name="capacity"),
+    path("runs/<int:run_pk>/request-budget/", budgets.budget_create, name="budget-create"),
+    path("budgets/", budgets.budget_list, name="budget-list"),
+    path("budgets/<int:pk>/", budgets.budget_detail, name="budget-detail"),
+    path("budgets/<int:pk>/edit/", budgets.budget_edit, name="budget-edit"),
+    path("budgets/<int:pk>/submit/", budgets.budget_submit, name="budget-submit"),
+    path("budgets/<int:pk>/approve/", budgets.budget_approve, name="budget-approve"),
+    path("budgets/<int:pk>/reject/", budgets.budget_reject, name="budget-reject"),
+    path(
+        "budgets/<int:pk>/request-changes/",
+        budgets.budget_request_changes,
+        name="budget-request-changes",
+    ),
+    path("budgets/<int:pk>/close/", budgets.budget_close, name="budget-close"),
+    path("budgets/<int:pk>/signoff.pdf", budgets.budget_pdf, name="budget-pdf"),
+    path("budgets/<int:pk>/signoff.xlsx", budgets.budget_xlsx, name="budget-xlsx"),
+    path("budgets/<int:pk>/signoff.csv", budgets.budget_csv, name="budget-csv"),
+    path("budgets/<int:pk>/snapshot.json", budgets.budget_snapshot, name="budget-snapshot"),
 ]

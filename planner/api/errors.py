@@ -9,6 +9,7 @@ from rest_framework import status
 from rest_framework.response import Response
 
 from planner.errors import NotAllowed, PlannerError, RunNotRetryable
+from planner.services.budgets import SeparationOfDuties, TransitionRefused
 
 NON_FIELD = "non_field_errors"
 
@@ -20,10 +21,16 @@ def planner_error_body(error: PlannerError) -> dict[str, Any]:
 
 
 def planner_error_response(error: PlannerError) -> Response:
-    """403 for a role that may not act, 409 for a run in the wrong state, else 400."""
-    if isinstance(error, NotAllowed):
+    """403 for a user who may not act (their role, or separation of duties on a budget
+    request they wrote), 409 for a run or request in the wrong state, else 400."""
+    if isinstance(error, NotAllowed | SeparationOfDuties):
         return Response(
             {"detail": error.message, "code": error.code}, status=status.HTTP_403_FORBIDDEN
+        )
+    if isinstance(error, TransitionRefused):
+        # Usually someone else acted first: the message says who, and what state it is in.
+        return Response(
+            {"detail": error.message, "code": error.code}, status=status.HTTP_409_CONFLICT
         )
     if isinstance(error, RunNotRetryable):
         return Response(planner_error_body(error), status=status.HTTP_409_CONFLICT)

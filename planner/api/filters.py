@@ -13,7 +13,17 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from planner import selectors
-from planner.models import Comparison, EstimationRun, Organisation, Project, RunStatus, Scenario
+from planner.models import (
+    BudgetRequest,
+    BudgetState,
+    Comparison,
+    EstimationRun,
+    Organisation,
+    Project,
+    RunStatus,
+    Scenario,
+)
+from planner.selectors import budget_requests_awaiting
 
 
 def _viewer(request: HttpRequest | None) -> Any:
@@ -67,3 +77,22 @@ class ComparisonFilter(django_filters.FilterSet):
     class Meta:
         model = Comparison
         fields = ["project"]
+
+
+class BudgetRequestFilter(django_filters.FilterSet):
+    project = django_filters.ModelChoiceFilter(queryset=_projects)
+    state = django_filters.ChoiceFilter(choices=BudgetState.choices)
+    awaiting = django_filters.ChoiceFilter(
+        choices=[("me", "me")],
+        method="awaiting_filter",
+        label="me: submitted requests the user may still approve, reject or send back",
+    )
+
+    class Meta:
+        model = BudgetRequest
+        fields = ["project", "state", "awaiting"]
+
+    def awaiting_filter(
+        self, requests: QuerySet[BudgetRequest], name: str, value: str
+    ) -> QuerySet[BudgetRequest]:
+        return budget_requests_awaiting(_viewer(self.request), requests)

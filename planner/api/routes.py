@@ -12,6 +12,7 @@ ROUTES = (
     ("scenarios", views.ScenarioViewSet, "scenario"),
     ("runs", views.RunViewSet, "run"),
     ("comparisons", views.ComparisonViewSet, "comparison"),
+    ("budgets", views.BudgetRequestViewSet, "budget"),
 )
 
 

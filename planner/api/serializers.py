@@ -80,7 +80,7 @@ class StorableJSONField(serializers.JSONField):
         return value
 
 
-def _money(**kwargs: Any) -> serializers.DecimalField:
+def money_field(**kwargs: Any) -> serializers.DecimalField:
     return serializers.DecimalField(max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES, **kwargs)
 
 
@@ -132,7 +132,7 @@ class ProjectInput(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     goal = serializers.CharField(required=False, allow_blank=True)
     deadline = serializers.DateField(required=False, allow_null=True)
-    budget_ceiling = _money(required=False, allow_null=True)
+    budget_ceiling = money_field(required=False, allow_null=True)
     currency = serializers.CharField(max_length=3, required=False)
 
 
@@ -352,9 +352,9 @@ class ComparisonRowOutput(serializers.Serializer):
     training_days_p50 = serializers.FloatField(source="days_p50", allow_null=True)
     gpu_hours_p50 = serializers.CharField(source="budget.gpu_hours.p50", allow_null=True)
     cost_currency = serializers.CharField(allow_blank=True)
-    cost_p10 = _money(allow_null=True)
-    cost_p50 = _money(allow_null=True)
-    cost_p90 = _money(allow_null=True)
+    cost_p10 = money_field(allow_null=True)
+    cost_p50 = money_field(allow_null=True)
+    cost_p90 = money_field(allow_null=True)
     cheapest = serializers.BooleanField(help_text="Lowest P50 cost of the compared scenarios")
     fastest = serializers.BooleanField(help_text="Fewest P50 days of the compared scenarios")
 

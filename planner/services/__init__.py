@@ -5,6 +5,17 @@ They check the user's role in the organisation and raise
 """
 
 from planner.services.access import role_assert, user_roles
+from planner.services.budgets import (
+    SeparationOfDuties,
+    TransitionRefused,
+    budget_request_approve,
+    budget_request_close,
+    budget_request_create,
+    budget_request_reject,
+    budget_request_request_changes,
+    budget_request_submit,
+    budget_request_update,
+)
 from planner.services.comparisons import comparison_create
 from planner.services.projects import (
     membership_grant,
@@ -24,6 +35,15 @@ from planner.services.scenarios import (
 )
 
 __all__ = [
+    "SeparationOfDuties",
+    "TransitionRefused",
+    "budget_request_approve",
+    "budget_request_close",
+    "budget_request_create",
+    "budget_request_reject",
+    "budget_request_request_changes",
+    "budget_request_submit",
+    "budget_request_update",
     "comparison_create",
     "membership_grant",
     "organisation_create",

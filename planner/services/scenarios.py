@@ -14,6 +14,7 @@ from estimator.core import ScenarioError, validate_scenario
 from planner.errors import PlannerError
 from planner.models import PriceSource, Project, Scenario
 from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from planner.services.audit import audit_record
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 from pricing.selectors import onprem_profile_cost
 
@@ -249,10 +250,31 @@ def scenario_update(
         Decimal(changes.get("utilisation_low", current.utilisation_low)),
         Decimal(changes.get("utilisation_high", current.utilisation_high)),
     )
+    before = {field: getattr(current, field) for field in changes}
     for field, value in changes.items():
         setattr(current, field, value)
     current.save()
+    audit_record(
+        request=None,
+        project_id=current.project_id,
+        scenario=current,
+        actor=user,
+        action="scenario_edited",
+        changes={
+            field: [_audit_value(before[field]), _audit_value(value)]
+            for field, value in changes.items()
+            if before[field] != value
+        },
+    )
     return current
+
+
+def _audit_value(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, PriceEntry | VendorQuote | OnPremProfile):
+        return f"{type(value).__name__} {value.pk}"
+    return value
 
 
 def _current_price(scenario: Scenario) -> PriceObject | None:

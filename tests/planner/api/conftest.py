@@ -11,8 +11,14 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from planner.models import EstimationRun, Project, Scenario
-from planner.services import run_execute, run_start, scenario_create
+from planner.models import EstimationRun, Organisation, Project, Role, Scenario
+from planner.services import (
+    membership_grant,
+    project_create,
+    run_execute,
+    run_start,
+    scenario_create,
+)
 from pricing.models import Accelerator, VendorQuote
 from pricing.services import quote_create
 from tests.planner.conftest import api_client, list_price, small_spec
@@ -82,3 +88,40 @@ def scenario_add(project: Project, user: User, name: str, num_gpus: int) -> Scen
         price_source="price_entry",
         price=list_price("H100-SXM"),
     )
+
+
+@pytest.fixture
+def budget_run(
+    requester: User, scenario: Scenario, django_capture_on_commit_callbacks: Any
+) -> EstimationRun:
+    """A succeeded run of ``scenario``: started (its task left unqueued) and executed here."""
+    with django_capture_on_commit_callbacks(execute=False):
+        run = run_start(user=requester, scenario=scenario, seed=11, samples=500)
+    finished = run_execute(run_id=run.pk)
+    assert finished is not None
+    assert finished.status == "succeeded", finished.error
+    return finished
+
+
+@pytest.fixture
+def author_approver(organisation: Organisation) -> User:
+    """Both requester and approver: may write requests, and decide on the ones they did not."""
+    user = User.objects.create_user("ada", password="ada-pass")
+    for role in (Role.REQUESTER, Role.APPROVER):
+        membership_grant(organisation=organisation, user=user, role=role)
+    return user
+
+
+@pytest.fixture
+def foreign_run(prices: None, outsider: User, other_organisation: Organisation) -> EstimationRun:
+    """A succeeded run in the other organisation, which the first one's members cannot see."""
+    project = project_create(user=outsider, organisation=other_organisation, name="Globex LM")
+    scenario = scenario_create(
+        user=outsider,
+        project=project,
+        name="H100 list price",
+        spec=small_spec("H100-SXM", 64),
+        price_source="price_entry",
+        price=list_price("H100-SXM"),
+    )
+    return finished_run(scenario, outsider)

@@ -1,0 +1,161 @@
+"""Input and output serializers of budget requests (see :mod:`planner.api.serializers`).
+
+A request's ``state`` is never an input: a body naming it is refused with a 400, so nobody
+believes a PATCH moved a request along; the transition endpoints do that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rest_framework import serializers
+
+from planner import selectors
+from planner.api.serializers import ScopedPrimaryKeyField, money_field
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest, EstimationRun
+from planner.selectors import budget_requests_for
+
+#: The answer to a request body that tries to set a budget request's state.
+STATE_READ_ONLY = (
+    "is changed only by the transition endpoints: submit, approve, reject, request-changes, close"
+)
+
+
+class BudgetDecisionOutput(serializers.ModelSerializer):
+    approver_name = serializers.CharField(source="approver.get_username", read_only=True)
+
+    class Meta:
+        model = BudgetDecision
+        fields = ["approver", "approver_name", "decision", "comment", "submission", "created_at"]
+        read_only_fields = fields
+
+
+class AuditEventOutput(serializers.ModelSerializer):
+    actor_name = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AuditEvent
+        fields = [
+            "actor",
+            "actor_name",
+            "action",
+            "from_state",
+            "to_state",
+            "changes",
+            "comment",
+            "created_at",
+        ]
+        read_only_fields = fields
+
+    def get_actor_name(self, event: AuditEvent) -> str:
+        return event.actor.get_username() if event.actor is not None else ""
+
+
+class BudgetRequestOutput(serializers.ModelSerializer):
+    """A budget request as listed: everything but the snapshot and the timeline."""
+
+    project_name = serializers.CharField(source="project.name", read_only=True)
+    created_by_name = serializers.CharField(source="created_by.get_username", read_only=True)
+    decisions = BudgetDecisionOutput(many=True, read_only=True)
+
+    class Meta:
+        model = BudgetRequest
+        fields = [
+            "id",
+            "project",
+            "project_name",
+            "run",
+            "alternatives",
+            "title",
+            "basis",
+            "amount",
+            "contingency",
+            "currency",
+            "justification",
+            "state",
+            "approvals_required",
+            "decisions",
+            "snapshot_sha256",
+            "supersedes",
+            "created_by",
+            "created_by_name",
+            "created_at",
+            "updated_at",
+            "submitted_at",
+            "decided_at",
+        ]
+        read_only_fields = fields
+
+
+class BudgetRequestDetailOutput(BudgetRequestOutput):
+    """A budget request with its frozen snapshot and its audit trail, oldest event first."""
+
+    snapshot = serializers.JSONField(
+        read_only=True,
+        allow_null=True,
+        help_text="The document frozen at the last submission (null before the first); "
+        "snapshot_sha256 is the SHA-256 of its canonical JSON",
+    )
+    timeline = AuditEventOutput(source="audit_events", many=True, read_only=True)
+
+    class Meta(BudgetRequestOutput.Meta):
+        fields = [*BudgetRequestOutput.Meta.fields, "snapshot", "timeline"]
+        read_only_fields = fields
+
+
+class StateRefusedMixin(serializers.Serializer):
+    """Refuses a body that names ``state`` instead of dropping the key without a word."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, Mapping) and "state" in data:
+            raise serializers.ValidationError({"state": [STATE_READ_ONLY]})
+        return super().to_internal_value(data)
+
+
+class BudgetRequestInput(StateRefusedMixin):
+    """A draft request for the budget of a finished run, compared with other runs."""
+
+    run = ScopedPrimaryKeyField(EstimationRun, selectors.runs_for, help_text="A succeeded run")
+    title = serializers.CharField(max_length=200)
+    justification = serializers.CharField()
+    basis = serializers.ChoiceField(BudgetRequest.Basis.choices, required=False)
+    contingency = money_field(
+        required=False,
+        allow_null=True,
+        help_text="Added to P50 on the p50_contingency basis; P90 - P50 when omitted",
+    )
+    alternatives = ScopedPrimaryKeyField(
+        EstimationRun, selectors.runs_for, many=True, required=False, help_text="Run ids"
+    )
+    supersedes = ScopedPrimaryKeyField(
+        BudgetRequest,
+        budget_requests_for,
+        required=False,
+        allow_null=True,
+        help_text="An approved request of the same project that this one replaces",
+    )
+
+
+class BudgetRequestUpdateInput(StateRefusedMixin):
+    """The editable fields of a draft, or of a request sent back for changes."""
+
+    title = serializers.CharField(max_length=200, required=False)
+    justification = serializers.CharField(required=False)
+    basis = serializers.ChoiceField(BudgetRequest.Basis.choices, required=False)
+    contingency = money_field(required=False, allow_null=True, help_text="null: P90 - P50")
+    alternatives = ScopedPrimaryKeyField(
+        EstimationRun, selectors.runs_for, many=True, required=False, help_text="Run ids"
+    )
+    comment = serializers.CharField(
+        required=False, allow_blank=True, help_text="Why it changed, for the audit trail"
+    )
+
+
+class BudgetTransitionInput(serializers.Serializer):
+    comment = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="Recorded in the timeline; required to reject or request changes",
+    )

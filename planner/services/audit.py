@@ -1,0 +1,37 @@
+"""The audit trail: one append-only row per transition or edit of a request or scenario."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+
+from planner.models import AuditEvent, BudgetRequest, Scenario
+from planner.services.access import actor_user
+
+Actor = User | AnonymousUser
+
+
+def audit_record(
+    *,
+    request: BudgetRequest | None,
+    project_id: int,
+    actor: Actor,
+    action: str,
+    from_state: str = "",
+    to_state: str = "",
+    changes: dict[str, Any] | None = None,
+    comment: str = "",
+    scenario: Scenario | None = None,
+) -> AuditEvent:
+    return AuditEvent.objects.create(
+        request=request,
+        project_id=project_id,
+        scenario=scenario,
+        actor=actor_user(actor),
+        action=action,
+        from_state=from_state,
+        to_state=to_state,
+        changes=changes or {},
+        comment=comment,
+    )

@@ -1,0 +1,488 @@
+"""Budget requests: the approval workflow, separation of duties, frozen snapshots, audit trail.
+
+States and the only transitions between them (each one a function below)::
+
+    draft --submit--> submitted --approve--> approved --close--> closed
+                                |                    approved --successor approved--> superseded
+                                |--reject--> rejected
+                                |--request_changes--> changes_requested --submit--> submitted
+
+Every transition locks the request's row (``SELECT ... FOR UPDATE``), checks the state it
+finds there, saves the new one and appends an :class:`~planner.models.AuditEvent`; two
+approvers acting at once therefore produce exactly one transition, and the second is told
+what happened. Nobody approves, rejects or asks for changes on a request they created or
+edited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Any
+
+from django.contrib.auth.models import AnonymousUser, User
+from django.db import transaction
+from django.utils import timezone
+
+from planner import notifications
+from planner.errors import PlannerError, SeparationOfDuties, TransitionRefused
+from planner.models import (
+    TRANSITION_TOKEN,
+    BudgetDecision,
+    BudgetRequest,
+    BudgetState,
+    EstimationRun,
+    Role,
+    RunStatus,
+)
+from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from planner.services.audit import audit_record
+from planner.snapshot import snapshot_freeze
+from pricing.errors import PricingError
+from pricing.models import OnPremProfile, PriceEntry, VendorQuote
+from pricing.selectors import money_convert
+
+Actor = User | AnonymousUser
+EDITABLE_STATES = (BudgetState.DRAFT, BudgetState.CHANGES_REQUESTED)
+REQUEST_FIELDS = ("title", "justification", "basis", "contingency")
+#: Audit actions that make a user an author of the request (and so not its approver).
+AUTHORING_ACTIONS = ("created", "edited", "submitted")
+SNAPSHOT_FORMAT = "trainplan-budget-snapshot"
+
+
+# --- Amounts -----------------------------------------------------------------------------------
+
+
+def _run_budget(run: EstimationRun) -> dict[str, Any]:
+    if run.status != RunStatus.SUCCEEDED or not run.budget:
+        raise PlannerError(f"run {run.pk} has not succeeded; request a budget from a finished run",
+                           field="run")  # fmt: skip
+    return run.budget
+
+
+def request_amount(
+    run: EstimationRun, basis: str, contingency: Decimal | None
+) -> tuple[Decimal, Decimal]:
+    """(amount, contingency) of a request on ``run``: P50 + contingency, or P90.
+
+    The default contingency is P90 - P50 of the run's cost.
+    """
+    budget = _run_budget(run)
+    p50, p90 = Decimal(budget["cost"]["p50"]), Decimal(budget["cost"]["p90"])
+    if basis == BudgetRequest.Basis.P90:
+        return p90, p90 - p50
+    if basis != BudgetRequest.Basis.P50_CONTINGENCY:
+        raise PlannerError(f"must be one of {', '.join(BudgetRequest.Basis.values)}", field="basis")
+    contingency = p90 - p50 if contingency is None else contingency
+    if contingency < 0:
+        raise PlannerError(f"must not be negative, got {contingency}", field="contingency")
+    return p50 + contingency, contingency
+
+
+# --- Audit -----------------------------------------------------------------------------------
+
+
+def _as_text(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_as_text(item) for item in value]
+    return value
+
+
+def _diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
+    return {
+        key: [_as_text(before.get(key)), _as_text(after[key])]
+        for key in after
+        if before.get(key) != after[key]
+    }
+
+
+def _transition(
+    request: BudgetRequest, to_state: str, *, actor: Actor, action: str, comment: str = ""
+) -> None:
+    from_state = request.state
+    request.state = to_state
+    request._transition_token = TRANSITION_TOKEN
+    try:
+        request.save()
+    finally:
+        request._transition_token = None
+    audit_record(
+        request=request,
+        project_id=request.project_id,
+        actor=actor,
+        action=action,
+        from_state=from_state,
+        to_state=to_state,
+        comment=comment,
+    )
+
+
+def _locked(request: BudgetRequest, allowed: Sequence[str], doing: str) -> BudgetRequest:
+    """The request's current row, locked; refused unless it is in one of ``allowed``."""
+    current = BudgetRequest.objects.select_for_update().get(pk=request.pk)
+    if current.state not in allowed:
+        last = current.audit_events.exclude(to_state="").order_by("-created_at", "-pk").first()
+        by = ""
+        if last is not None and last.actor is not None:
+            by = f" by {last.actor.get_full_name() or last.actor.get_username()}"
+            by += f" at {timezone.localtime(last.created_at):%Y-%m-%d %H:%M}"
+        raise TransitionRefused(
+            f"Cannot {doing}: the request is {current.get_state_display().lower()}{by}."
+        )
+    return current
+
+
+# --- Create and edit -------------------------------------------------------------------------
+
+
+def _alternatives_check(run: EstimationRun, alternatives: Iterable[EstimationRun]) -> list[int]:
+    ids = []
+    for alternative in alternatives:
+        if alternative.scenario.project_id != run.scenario.project_id:
+            raise PlannerError(f"run {alternative.pk} belongs to another project",
+                               field="alternatives")  # fmt: skip
+        if alternative.status != RunStatus.SUCCEEDED:
+            raise PlannerError(f"run {alternative.pk} has not succeeded", field="alternatives")
+        if alternative.pk != run.pk:
+            ids.append(alternative.pk)
+    return ids
+
+
+def _text_check(name: str, value: str) -> str:
+    if not value.strip():
+        raise PlannerError("must not be empty", field=name)
+    return value.strip()
+
+
+@transaction.atomic
+def budget_request_create(
+    *,
+    user: Actor,
+    run: EstimationRun,
+    title: str,
+    justification: str,
+    basis: str = BudgetRequest.Basis.P50_CONTINGENCY,
+    contingency: Decimal | None = None,
+    alternatives: Iterable[EstimationRun] = (),
+    supersedes: BudgetRequest | None = None,
+) -> BudgetRequest:
+    """A draft request for the budget of ``run``, compared with ``alternatives``."""
+    project = run.scenario.project
+    role_assert(user, project.organisation, AUTHOR_ROLES, action="request budgets")
+    creator = actor_user(user)
+    assert creator is not None  # role_assert refused anonymous users
+    amount, contingency = request_amount(run, basis, contingency)
+    alternative_ids = _alternatives_check(run, alternatives)
+    if supersedes is not None and (
+        supersedes.project_id != project.pk or supersedes.state != BudgetState.APPROVED
+    ):
+        raise PlannerError("must be an approved request of the same project", field="supersedes")
+    request = BudgetRequest.objects.create(
+        project=project,
+        run=run,
+        title=_text_check("title", title),
+        justification=_text_check("justification", justification),
+        basis=basis,
+        amount=amount,
+        contingency=contingency,
+        currency=_run_budget(run)["currency"],
+        supersedes=supersedes,
+        created_by=creator,
+    )
+    request.alternatives.set(alternative_ids)
+    audit_record(
+        request=request,
+        project_id=project.pk,
+        actor=user,
+        action="created",
+        to_state=BudgetState.DRAFT,
+        changes={"amount": [None, str(amount)], "run": [None, run.pk]},
+    )
+    return request
+
+
+@transaction.atomic
+def budget_request_update(
+    *,
+    user: Actor,
+    request: BudgetRequest,
+    alternatives: Iterable[EstimationRun] | None = None,
+    comment: str = "",
+    **changes: Any,
+) -> BudgetRequest:
+    """Edit a draft (or a request sent back for changes); the audit trail keeps the diff."""
+    role_assert(user, request.project.organisation, AUTHOR_ROLES, action="edit budget requests")
+    current = _locked(request, EDITABLE_STATES, "edit it")
+    unknown = set(changes) - set(REQUEST_FIELDS)
+    if unknown:
+        raise PlannerError("cannot be changed", field=sorted(unknown)[0])
+    before = {name: getattr(current, name) for name in (*REQUEST_FIELDS, "amount")}
+    before["alternatives"] = sorted(current.alternatives.values_list("pk", flat=True))
+    for name in ("title", "justification"):
+        if name in changes:
+            changes[name] = _text_check(name, changes[name])
+    basis = changes.get("basis", current.basis)
+    keep_contingency = "contingency" in changes or basis == current.basis
+    wanted = changes.get("contingency", current.contingency if keep_contingency else None)
+    changes["amount"], changes["contingency"] = request_amount(current.run, basis, wanted)
+    for name, value in changes.items():
+        setattr(current, name, value)
+    current.save()
+    after = {name: getattr(current, name) for name in (*REQUEST_FIELDS, "amount")}
+    if alternatives is not None:
+        current.alternatives.set(_alternatives_check(current.run, alternatives))
+    after["alternatives"] = sorted(current.alternatives.values_list("pk", flat=True))
+    diff = _diff(before, after)
+    if diff:
+        audit_record(request=current, project_id=current.project_id, actor=user,
+                     action="edited", changes=diff, comment=comment)  # fmt: skip
+    return current
+
+
+# --- The snapshot ----------------------------------------------------------------------------
+
+
+def _price_record(run: EstimationRun) -> dict[str, Any]:
+    """The price object the run was costed with, as it stands at submission."""
+    source, pk = run.price.get("source"), run.price.get("id")
+    if source == "price_entry":
+        entry = PriceEntry.objects.select_related("book", "provider", "accelerator").get(pk=pk)
+        return {
+            "book": {"id": entry.book_id, "name": entry.book.name, "status": entry.book.status,
+                     "currency": entry.book.currency, "source": entry.book.source,
+                     "fetched_at": entry.book.fetched_at.isoformat()},
+            "provider": entry.provider.name, "region": entry.region,
+            "accelerator": entry.accelerator.catalog_id, "pricing_type": entry.pricing_type,
+            "price_per_accelerator_hour": str(entry.price_per_accelerator_hour),
+            "instance_type": entry.instance_type, "source": entry.source,
+        }  # fmt: skip
+    if source == "vendor_quote":
+        quote = VendorQuote.objects.select_related("accelerator").get(pk=pk)
+        return {
+            "vendor": quote.vendor, "reference": quote.reference,
+            "accelerator": quote.accelerator.catalog_id, "count": quote.accelerator_count,
+            "price_per_accelerator_hour": str(quote.price_per_accelerator_hour),
+            "total_price": str(quote.total_price) if quote.total_price is not None else None,
+            "term_months": quote.term_months, "currency": quote.currency,
+            "valid_from": quote.valid_from.isoformat(),
+            "valid_until": quote.valid_until.isoformat(), "terms": quote.terms,
+        }  # fmt: skip
+    profile = OnPremProfile.objects.get(pk=pk)
+    fields = [f.name for f in OnPremProfile._meta.concrete_fields if f.name not in ("id",)]
+    return {name: _as_text(getattr(profile, name)) for name in fields if "_at" not in name} | {
+        "accelerator": profile.accelerator.catalog_id if profile.accelerator else None
+    }
+
+
+def _run_summary(run: EstimationRun) -> dict[str, Any]:
+    budget, result = run.budget or {}, run.result or {}
+    return {
+        "run": run.pk,
+        "scenario": run.scenario.name,
+        "accelerator": run.inputs["scenario"]["cluster"]["accelerator"],
+        "num_gpus": run.inputs["scenario"]["cluster"]["num_gpus"],
+        "price": run.price,
+        "currency": budget.get("currency"),
+        "cost": budget.get("cost"),
+        "converted": budget.get("converted"),
+        "training_days": budget.get("training_days"),
+        "gpu_hours": budget.get("gpu_hours"),
+        "cost_per_million_tokens": budget.get("cost_per_million_tokens"),
+        "mfu": result.get("mfu"),
+        "fits_in_memory": result.get("fits_in_memory"),
+        "bottleneck": result.get("bottleneck"),
+        "step_time_breakdown_s": result.get("time_per_step_breakdown_s"),
+        "memory_per_gpu_gib": result.get("memory_per_gpu_gib"),
+        "accelerator_memory_gib": result.get("accelerator_memory_gib"),
+    }
+
+
+def snapshot_document(request: BudgetRequest, *, submission: int) -> dict[str, Any]:
+    """Everything the budget rests on, as one JSON document."""
+    run, project = request.run, request.project
+    return {
+        "format": SNAPSHOT_FORMAT,
+        "version": 1,
+        "frozen_at": timezone.now().isoformat(),
+        "submission": submission,
+        "request": {
+            "id": request.pk,
+            "title": request.title,
+            "basis": request.basis,
+            "amount": str(request.amount),
+            "contingency": str(request.contingency),
+            "currency": request.currency,
+            "justification": request.justification,
+            "approvals_required": request.approvals_required,
+            "created_by": request.created_by.get_username(),
+            "supersedes": request.supersedes_id,
+        },
+        "project": {
+            "id": project.pk,
+            "name": project.name,
+            "organisation": project.organisation.name,
+            "goal": project.goal,
+            "deadline": project.deadline.isoformat() if project.deadline else None,
+            "budget_ceiling": _as_text(project.budget_ceiling),
+            "currency": project.currency,
+        },
+        "scenario": {"id": run.scenario_id, "name": run.scenario.name, "inputs": run.inputs},
+        "price": run.price,
+        "price_record": _price_record(run),
+        "exchange_rates": (run.budget or {}).get("converted"),
+        "estimator_version": run.estimator_version,
+        "montecarlo": {"seed": run.seed, "samples": run.samples},
+        "results": {"estimate": run.result, "montecarlo": run.montecarlo, "budget": run.budget},
+        "chosen": _run_summary(run),
+        "alternatives": [_run_summary(alt) for alt in request.alternatives.order_by("pk")],
+    }
+
+
+def _approvals_required(request: BudgetRequest) -> int:
+    threshold = request.project.organisation.two_approvals_above
+    if threshold is None:
+        return 1
+    base = request.project.organisation.base_currency
+    try:
+        amount = money_convert(
+            amount=request.amount, from_currency=request.currency, to_currency=base,
+            on=timezone.localdate(),
+        ).amount  # fmt: skip
+    except PricingError as error:
+        raise PlannerError(
+            f"cannot compare the amount with the two-approval threshold: {error.message}",
+            field="currency",
+        ) from error
+    return 2 if amount > threshold else 1
+
+
+# --- Transitions -----------------------------------------------------------------------------
+
+
+def _submission_number(request: BudgetRequest) -> int:
+    return request.audit_events.filter(action="submitted").count() + 1
+
+
+@transaction.atomic
+def budget_request_submit(
+    *, user: Actor, request: BudgetRequest, comment: str = ""
+) -> BudgetRequest:
+    """Freeze the snapshot and send the request to the approvers."""
+    role_assert(user, request.project.organisation, AUTHOR_ROLES, action="submit budget requests")
+    current = _locked(request, EDITABLE_STATES, "submit it")
+    current.approvals_required = _approvals_required(current)
+    document = snapshot_document(current, submission=_submission_number(current))
+    current.snapshot, current.snapshot_sha256 = snapshot_freeze(document)
+    current.submitted_at = timezone.now()
+    _transition(current, BudgetState.SUBMITTED, actor=user, action="submitted", comment=comment)
+    notifications.notify_submitted(current)
+    return current
+
+
+def _authors(request: BudgetRequest) -> set[int]:
+    ids = set(
+        request.audit_events.filter(action__in=AUTHORING_ACTIONS).values_list("actor", flat=True)
+    )
+    return {i for i in ids if i is not None} | {request.created_by_id}
+
+
+def _decider_check(user: Actor, request: BudgetRequest, doing: str) -> User:
+    role_assert(user, request.project.organisation, (Role.APPROVER,), action=doing)
+    approver = actor_user(user)
+    assert approver is not None
+    if approver.pk in _authors(request):
+        raise SeparationOfDuties(
+            f"You created or edited this request, so you may not {doing}: another approver "
+            "must decide."
+        )
+    return approver
+
+
+def _decide(
+    user: Actor, request: BudgetRequest, decision: str, comment: str, doing: str
+) -> tuple[BudgetRequest, User]:
+    # The role first, so that a non-approver hears "not allowed" whatever the state.
+    role_assert(user, request.project.organisation, (Role.APPROVER,), action=doing)
+    current = _locked(request, (BudgetState.SUBMITTED,), doing)
+    approver = _decider_check(user, current, doing)
+    submission = int((current.snapshot or {}).get("submission", 1))
+    if current.decisions.filter(submission=submission, approver=approver).exists():
+        raise TransitionRefused("You have already decided on this submission.")
+    BudgetDecision.objects.create(
+        request=current, submission=submission, approver=approver, decision=decision,
+        comment=comment,
+    )  # fmt: skip
+    return current, approver
+
+
+def _name(user: User) -> str:
+    return user.get_full_name() or user.get_username()
+
+
+@transaction.atomic
+def budget_request_approve(
+    *, user: Actor, request: BudgetRequest, comment: str = ""
+) -> BudgetRequest:
+    """Record an approval; the request is approved once it has all the approvals it needs."""
+    current, approver = _decide(user, request, "approve", comment, "approve it")
+    submission = int((current.snapshot or {}).get("submission", 1))
+    approvals = current.decisions.filter(submission=submission, decision="approve").count()
+    if approvals < current.approvals_required:
+        audit_record(request=current, project_id=current.project_id, actor=user,
+                     action="approval_recorded", comment=comment,
+                     changes={"approvals": [approvals - 1, approvals],
+                              "required": [None, current.approvals_required]})  # fmt: skip
+        return current
+    current.decided_at = timezone.now()
+    _transition(current, BudgetState.APPROVED, actor=user, action="approved", comment=comment)
+    if current.supersedes is not None:
+        previous = _locked(current.supersedes, (BudgetState.APPROVED,), "supersede it")
+        _transition(previous, BudgetState.SUPERSEDED, actor=user, action="superseded",
+                    comment=f"superseded by request {current.pk}")  # fmt: skip
+    notifications.notify_decided(current, decision="approved", approver=_name(approver),
+                                 comment=comment)  # fmt: skip
+    return current
+
+
+def _comment_required(comment: str) -> str:
+    if not comment.strip():
+        raise PlannerError("say why, so the requester knows what to change", field="comment")
+    return comment.strip()
+
+
+@transaction.atomic
+def budget_request_reject(*, user: Actor, request: BudgetRequest, comment: str) -> BudgetRequest:
+    comment = _comment_required(comment)
+    current, approver = _decide(user, request, "reject", comment, "reject it")
+    current.decided_at = timezone.now()
+    _transition(current, BudgetState.REJECTED, actor=user, action="rejected", comment=comment)
+    notifications.notify_decided(current, decision="rejected", approver=_name(approver),
+                                 comment=comment)  # fmt: skip
+    return current
+
+
+@transaction.atomic
+def budget_request_request_changes(
+    *, user: Actor, request: BudgetRequest, comment: str
+) -> BudgetRequest:
+    comment = _comment_required(comment)
+    current, approver = _decide(user, request, "request_changes", comment, "request changes")
+    _transition(current, BudgetState.CHANGES_REQUESTED, actor=user, action="changes_requested",
+                comment=comment)  # fmt: skip
+    notifications.notify_decided(current, decision="sent back for changes",
+                                 approver=_name(approver), comment=comment)  # fmt: skip
+    return current
+
+
+@transaction.atomic
+def budget_request_close(
+    *, user: Actor, request: BudgetRequest, comment: str = ""
+) -> BudgetRequest:
+    """Close an approved budget (the training is done or cancelled)."""
+    role_assert(user, request.project.organisation, (Role.REQUESTER, Role.APPROVER),
+                action="close budgets")  # fmt: skip
+    current = _locked(request, (BudgetState.APPROVED,), "close it")
+    _transition(current, BudgetState.CLOSED, actor=user, action="closed", comment=comment)
+    return current

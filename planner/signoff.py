@@ -1,0 +1,227 @@
+"""The sign-off pack of a budget request: PDF, XLSX and CSV from one set of figures.
+
+Everything comes from the request's frozen snapshot (a draft has none yet, so it gets a live
+preview built by the same function that freezes one): what finance signs is exactly what was
+submitted, whatever happened to prices or the estimator since. The PDF is the HTML template
+``budgets/signoff_pdf.html`` rendered by WeasyPrint, with the charts as inline SVG.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from decimal import Decimal
+from typing import Any
+
+from django.template.loader import render_to_string
+from django.utils import timezone
+
+from planner.models import AuditEvent, BudgetRequest
+from planner.services.budgets import snapshot_document
+from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars
+
+#: Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+STEP_PARTS = (
+    ("compute", "Compute"),
+    ("recompute", "Recompute"),
+    ("tp_communication", "Tensor-parallel comms"),
+    ("pp_bubble", "Pipeline bubble"),
+    ("exposed_communication", "Exposed DP/CP comms"),
+    ("overheads", "Overheads"),
+)
+MEMORY_PARTS = (
+    ("weights", "Weights"),
+    ("gradients", "Gradients"),
+    ("optimizer", "Optimizer"),
+    ("activations", "Activations"),
+    ("other", "Other"),
+)
+
+
+class SignoffUnavailable(Exception):
+    """The PDF renderer cannot run here (WeasyPrint's system libraries are missing)."""
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """Prefix a text cell that a spreadsheet would run as a formula with a quote."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def _document(request: BudgetRequest) -> dict[str, Any]:
+    """The frozen snapshot once submitted; while editable, a live preview built the same way
+    (a request sent back for changes may differ from what was submitted before)."""
+    if request.is_frozen and request.snapshot:
+        return request.snapshot
+    return snapshot_document(request, submission=0)
+
+
+def _spread(values: dict[str, Any] | None) -> Spread:
+    values = values or {}
+    return Spread(*(float(values.get(key, 0) or 0) for key in ("p10", "p50", "p90")))
+
+
+def _charts(runs: list[dict[str, Any]]) -> dict[str, str]:
+    labels = [str(run["scenario"]) for run in runs]
+    points = [
+        CostPoint(str(run["scenario"]), _spread(run["training_days"]), _spread(run["cost"]))
+        for run in runs
+    ]
+    currency = str(runs[0].get("currency") or "") if runs else ""
+
+    def series(key: str, parts: tuple[tuple[str, str], ...]) -> list[tuple[str, list[float]]]:
+        return [
+            (label, [float((run.get(key) or {}).get(part, 0.0)) for run in runs])
+            for part, label in parts
+        ]
+
+    return {
+        "cost_vs_days": cost_versus_days(points, currency),
+        "step_time": stacked_bars(labels, series("step_time_breakdown_s", STEP_PARTS), "s"),
+        "memory": stacked_bars(labels, series("memory_per_gpu_gib", MEMORY_PARTS), "GiB"),
+    }
+
+
+def signoff_context(request: BudgetRequest) -> dict[str, Any]:
+    """What the request page, the PDF, the XLSX and the CSV show."""
+    document = _document(request)
+    chosen = document["chosen"]
+    alternatives = list(document["alternatives"])
+    timeline = (
+        AuditEvent.objects.filter(request=request)
+        .select_related("actor")
+        .order_by("created_at", "pk")
+    )
+    return {
+        "request": request,
+        "project": request.project,
+        "snapshot": document,
+        "snapshot_sha256": request.snapshot_sha256,
+        "is_preview": not (request.is_frozen and request.snapshot),
+        "chosen": chosen,
+        "alternatives": alternatives,
+        "charts": _charts([chosen, *alternatives]),
+        "timeline": list(timeline),
+        "generated_at": timezone.now(),
+    }
+
+
+def signoff_pdf(request: BudgetRequest) -> bytes:
+    """The sign-off pack as PDF (A4), rendered from ``budgets/signoff_pdf.html``."""
+    try:
+        from weasyprint import HTML
+    except OSError as error:  # Pango/HarfBuzz missing on this machine
+        raise SignoffUnavailable(
+            "PDF export needs the Pango library (Debian: apt-get install libpango-1.0-0 "
+            f"libpangoft2-1.0-0): {error}"
+        ) from error
+    html = render_to_string("budgets/signoff_pdf.html", signoff_context(request))
+    return bytes(HTML(string=html).write_pdf())
+
+
+def _summary_rows(context: dict[str, Any]) -> list[tuple[str, Any]]:
+    request, snapshot = context["request"], context["snapshot"]
+    asked = snapshot["request"]  # the figures of the document the hash covers
+    return [
+        ("Project", snapshot["project"]["name"]),
+        ("Organisation", snapshot["project"]["organisation"]),
+        ("Request", asked["title"]),
+        ("State", request.get_state_display()),
+        ("Amount", Decimal(asked["amount"])),
+        ("Contingency", Decimal(asked["contingency"])),
+        ("Currency", asked["currency"]),
+        ("Basis", BudgetRequest.Basis(asked["basis"]).label),
+        ("Justification", asked["justification"]),
+        ("Approvals required", asked["approvals_required"]),
+        (
+            "Snapshot SHA-256",
+            request.snapshot_sha256 if not context["is_preview"] else "(not frozen: a preview)",
+        ),
+        ("Estimator version", snapshot.get("estimator_version")),
+        ("Monte Carlo seed", snapshot["montecarlo"]["seed"]),
+        ("Monte Carlo samples", snapshot["montecarlo"]["samples"]),
+    ]
+
+
+COMPARISON_HEADER = (
+    "Scenario", "Accelerator", "GPUs", "Currency", "Cost P10", "Cost P50", "Cost P90",
+    "Days P10", "Days P50", "Days P90", "GPU-hours P50", "Cost per M tokens", "MFU",
+    "Fits in memory", "Bottleneck", "Chosen",
+)  # fmt: skip
+
+
+def _comparison_rows(context: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for run, chosen in [(context["chosen"], True)] + [(a, False) for a in context["alternatives"]]:
+        cost, days = run.get("cost") or {}, run.get("training_days") or {}
+        rows.append([
+            run["scenario"], run["accelerator"], run["num_gpus"], run.get("currency"),
+            *(Decimal(cost[k]) if k in cost else None for k in ("p10", "p50", "p90")),
+            *(days.get(k) for k in ("p10", "p50", "p90")),
+            Decimal((run.get("gpu_hours") or {}).get("p50", "0")),
+            Decimal(run["cost_per_million_tokens"]) if run.get("cost_per_million_tokens") else None,
+            run.get("mfu"), run.get("fits_in_memory"), run.get("bottleneck"), chosen,
+        ])  # fmt: skip
+    return rows
+
+
+def _timeline_rows(context: dict[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            timezone.localtime(event.created_at).strftime("%Y-%m-%d %H:%M:%S %Z"),
+            event.actor.get_username() if event.actor else "",
+            event.action,
+            event.from_state,
+            event.to_state,
+            event.comment,
+        ]
+        for event in context["timeline"]
+    ]
+
+
+def signoff_xlsx(request: BudgetRequest) -> bytes:
+    """The sign-off pack as a workbook: Summary, Comparison and Timeline sheets."""
+    from openpyxl import Workbook
+    from openpyxl.styles import Font
+
+    context = signoff_context(request)
+    book = Workbook()
+    summary = book.active
+    assert summary is not None
+    summary.title = "Summary"
+    for label, value in _summary_rows(context):
+        summary.append([label, spreadsheet_safe(value)])
+    sheets = (
+        ("Comparison", COMPARISON_HEADER, _comparison_rows(context)),
+        ("Timeline", ("When", "Who", "Action", "From", "To", "Comment"), _timeline_rows(context)),
+    )
+    for title, header, rows in sheets:
+        sheet = book.create_sheet(title)
+        sheet.append(list(header))
+        for cell in sheet[1]:
+            cell.font = Font(bold=True)
+        for row in rows:
+            sheet.append([spreadsheet_safe(value) for value in row])
+    output = io.BytesIO()
+    book.save(output)
+    return output.getvalue()
+
+
+def signoff_csv(request: BudgetRequest) -> str:
+    """The sign-off pack as CSV: the summary, then the comparison table, then the timeline."""
+    context = signoff_context(request)
+    output = io.StringIO()
+    writer = csv.writer(output)
+    for label, value in _summary_rows(context):
+        writer.writerow([label, spreadsheet_safe(value)])
+    for header, rows in (
+        (COMPARISON_HEADER, _comparison_rows(context)),
+        (("When", "Who", "Action", "From", "To", "Comment"), _timeline_rows(context)),
+    ):
+        writer.writerow([])
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow([spreadsheet_safe(value) for value in row])
+    return output.getvalue()
