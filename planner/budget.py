@@ -9,7 +9,10 @@ Monte Carlo's percentiles are floats of GPU-hours that are priced here. Formulas
 * cost per million tokens = P50 cost / training tokens x 1e6;
 * energy = GPU-hours x board power (TDP) x PUE [kWh] (an upper bound: GPUs rarely draw their
   full TDP for a whole run);
-* contingency = P90 cost - P50 cost, and the budget to request = P50 + contingency.
+* contingency = P90 cost - P50 cost, and the budget to request = P50 + contingency;
+* a committed price (a reserved or committed price-book entry, a vendor quote for a term) is
+  paid for its whole term whether or not the run needs it: every cost is then at least the
+  ``minimum_spend``, and ``committed`` says so.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ class BudgetFigures:
     energy_kwh: Decimal
     contingency: Decimal
     requested: Decimal
+    minimum_spend: Decimal | None = None
 
     def as_json(self) -> dict[str, Any]:
         """JSON-ready: amounts as decimal strings, so nothing is lost to binary floats."""
@@ -59,6 +63,11 @@ class BudgetFigures:
             "energy_kwh": str(self.energy_kwh),
             "contingency": str(self.contingency),
             "requested": str(self.requested),
+            "minimum_spend": None if self.minimum_spend is None else str(self.minimum_spend),
+            # The percentiles the commitment sets (the run alone would cost less).
+            "minimum_spend_binds": [
+                key for key, value in self.cost.items() if value == self.minimum_spend
+            ],
         }
 
 
@@ -71,6 +80,7 @@ def budget_figures(
     tokens: float,
     tdp_w: float,
     pue: Decimal,
+    minimum_spend: Decimal | None = None,
 ) -> BudgetFigures:
     """Price a run's GPU-hours: deterministic, P10, P50 and P90.
 
@@ -88,12 +98,15 @@ def budget_figures(
         Board power of one accelerator, 0 when unknown. [W]
     pue : Decimal
         Power usage effectiveness of the data centre. [-]
+    minimum_spend : Decimal, optional
+        What a committed price costs for its whole term, paid however short the run. [currency]
     """
     hours = {"deterministic": _decimal(estimate["gpu_hours"])}
     hours.update({p: _decimal(montecarlo["gpu_hours"][p]) for p in PERCENTILES})
     days = {"deterministic": float(estimate["training_days"])}
     days.update({p: float(montecarlo["training_days"][p]) for p in PERCENTILES})
-    cost = {key: money(value * price_per_gpu_hour) for key, value in hours.items()}
+    floor = money(minimum_spend) if minimum_spend is not None else Decimal(0)
+    cost = {key: max(money(value * price_per_gpu_hour), floor) for key, value in hours.items()}
     per_million = cost["p50"] / _decimal(tokens) * Decimal(1_000_000)
     energy = hours["p50"] * _decimal(tdp_w) / Decimal(1000) * pue
     contingency = cost["p90"] - cost["p50"]
@@ -107,4 +120,5 @@ def budget_figures(
         energy_kwh=energy.quantize(Decimal(1)),
         contingency=contingency,
         requested=cost["p50"] + contingency,
+        minimum_spend=None if minimum_spend is None else floor,
     )

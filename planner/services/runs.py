@@ -162,6 +162,9 @@ def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dic
         tokens=float(spec["training"]["tokens"]),
         tdp_w=_tdp_w(spec["cluster"]["accelerator"]),
         pue=Decimal(run.inputs["pue"]),
+        minimum_spend=(
+            Decimal(run.price["minimum_spend"]) if run.price.get("minimum_spend") else None
+        ),
     ).as_json()
     budget["converted"] = _converted(run, budget)
     return {"result": result, "montecarlo": montecarlo, "budget": budget}

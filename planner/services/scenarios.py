@@ -17,6 +17,7 @@ from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
 from planner.services.audit import audit_record
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 from pricing.selectors import onprem_profile_cost
+from pricing.services.quotes import HOURS_PER_MONTH
 
 Actor = User | AnonymousUser
 EXPORT_FORMAT = "trainplan-scenario"
@@ -106,6 +107,19 @@ def price_source_check(spec: dict[str, Any], source: str, price: PriceObject | N
         _onprem_check(spec, price)
 
 
+def _commitment(
+    price: Decimal, accelerators: int, term_months: int | None, what: str
+) -> dict[str, Any]:
+    """The least a committed price costs: every accelerator of it for its whole term."""
+    if not term_months:
+        return {"minimum_spend": None, "commitment": ""}
+    spend = price * accelerators * term_months * HOURS_PER_MONTH
+    return {
+        "minimum_spend": str(spend.quantize(Decimal("0.01"))),
+        "commitment": f"{what} for {term_months} months ({HOURS_PER_MONTH} h a month)",
+    }
+
+
 def price_snapshot(scenario: Scenario) -> dict[str, Any]:
     """The price a run of ``scenario`` uses, copied with where it came from."""
     if scenario.price_entry is not None:
@@ -121,6 +135,12 @@ def price_snapshot(scenario: Scenario) -> dict[str, Any]:
             ),
             "book_id": entry.book_id,
             "details": entry.source,
+            **_commitment(
+                entry.price_per_accelerator_hour,
+                scenario.num_gpus,
+                entry.minimum_term_months,
+                f"{entry.get_pricing_type_display()}: {scenario.num_gpus} accelerators",
+            ),
         }
     if scenario.vendor_quote is not None:
         quote = scenario.vendor_quote
@@ -132,6 +152,12 @@ def price_snapshot(scenario: Scenario) -> dict[str, Any]:
             "currency": quote.currency,
             "reference": f"valid {quote.valid_from} to {quote.valid_until}",
             "details": quote.terms,
+            **_commitment(
+                quote.price_per_accelerator_hour,
+                quote.accelerator_count,
+                quote.term_months,
+                f"the quote's {quote.accelerator_count} accelerators",
+            ),
         }
     profile = scenario.onprem_profile
     assert profile is not None  # the model's check constraint guarantees one source

@@ -55,3 +55,21 @@ def test_money_rounds_half_up_like_an_invoice() -> None:
     assert money(Decimal("0.125")) == Decimal("0.13")
     assert money(Decimal("2.675")) == Decimal("2.68")  # float rounding would give 2.67
     assert _figures("0.0001")["cost"]["p10"] == "9.50"
+
+
+def test_a_commitment_sets_the_least_each_percentile_costs() -> None:
+    figures = budget_figures(
+        estimate=ESTIMATE,
+        montecarlo=MONTECARLO,
+        price_per_gpu_hour=Decimal("2.50"),
+        currency="USD",
+        tokens=2e11,
+        tdp_w=700.0,
+        pue=Decimal("1.2"),
+        minimum_spend=Decimal("270000"),  # e.g. 16 GPUs x 9 months x 730 h x $2.5685
+    ).as_json()
+    # P10 and P50 (237,500 and 260,000 at the hourly price) rise to the commitment; P90 is above.
+    assert figures["cost"]["p10"] == figures["cost"]["p50"] == "270000.00"
+    assert figures["cost"]["p90"] == "296251.25"
+    assert figures["minimum_spend_binds"] == ["deterministic", "p10", "p50"]
+    assert figures["contingency"] == "26251.25"

@@ -369,3 +369,26 @@ def test_comparison_rows_mark_cheapest_and_fastest(
     assert [row.cheapest for row in rows] == [row is by_cost for row in rows]
     assert [row.fastest for row in rows] == [row is by_days for row in rows]
     assert by_days.scenario == bigger  # four times the GPUs finish sooner
+
+
+def test_a_quote_for_a_term_is_paid_in_full_however_short_the_run(
+    prices: None, project: Project, requester: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    quote = example_quote()  # 256 H100 for 12 months, $4,709,376 in all
+    scenario = scenario_create(
+        user=requester,
+        project=project,
+        name="quoted",
+        spec=small_spec("H100-SXM", 64),
+        price_source="vendor_quote",
+        price=quote,
+    )
+    with django_capture_on_commit_callbacks(execute=False):
+        run = _finished_run(scenario, requester)
+    budget = _json(run.budget)
+    assert quote.total_price is not None
+    assert Decimal(budget["minimum_spend"]) == quote.total_price
+    hourly_p90 = Decimal(budget["gpu_hours"]["p90"]) * quote.price_per_accelerator_hour
+    assert hourly_p90 < quote.total_price  # 64 GPUs for days, not 256 for a year
+    assert Decimal(budget["cost"]["p90"]) == quote.total_price
+    assert budget["minimum_spend_binds"] == ["deterministic", "p10", "p50", "p90"]
