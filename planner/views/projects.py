@@ -1,9 +1,11 @@
-"""Project pages: the list (the dashboard), a new project, a project with its scenarios."""
+"""Project pages: the list (the dashboard), a new project, a project with its scenarios,
+its edit and delete pages."""
 
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import ProtectedError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -11,7 +13,9 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from planner import selectors, services
 from planner.errors import NotAllowed, PlannerError
-from planner.forms import ProjectForm, planner_error_add
+from planner.forms import ProjectEditForm, ProjectForm, planner_error_add
+from planner.models import Project
+from planner.views.authoring import delete_page, refusal
 from planner.views.common import can_author, forbidden
 from planner.views.reads import (
     ProjectSummary,
@@ -52,10 +56,14 @@ def project_create(request: HttpRequest) -> HttpResponse:
     return render(request, "planner/project_form.html", {"form": form})
 
 
+def _visible_project(request: HttpRequest, pk: int) -> Project:
+    return get_object_or_404(selectors.projects_for(request.user), pk=pk)
+
+
 @login_required
 @require_GET
 def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    project = get_object_or_404(selectors.projects_for(request.user), pk=pk)
+    project = _visible_project(request, pk)
     rows = scenario_rows(project)
     context = {
         "project": project,
@@ -67,3 +75,42 @@ def project_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "today": timezone.localdate(),
     }
     return render(request, "planner/project_detail.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    project = _visible_project(request, pk)
+    if not can_author(request.user, project.organisation):
+        return forbidden(request, refusal(project, "edit projects"))
+    form = ProjectEditForm(request.POST or None, initial=ProjectEditForm.initial_from(project))
+    if request.method == "POST" and form.is_valid():
+        try:
+            services.project_update(user=request.user, project=project, **form.cleaned_data)
+        except NotAllowed as error:
+            return forbidden(request, error)
+        except PlannerError as error:
+            planner_error_add(form, error)
+        else:
+            messages.success(request, f"Saved the project '{project.name}'.")
+            return redirect(project)
+    return render(request, "planner/project_form.html", {"form": form, "project": project})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def project_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask first; a project whose runs carry budget requests, or with an audit trail, stays."""
+    project = _visible_project(request, pk)
+    if not can_author(request.user, project.organisation):
+        return forbidden(request, refusal(project, "delete projects"))
+    if request.method == "POST":
+        try:
+            services.project_delete(user=request.user, project=project)
+        except NotAllowed as error:
+            return forbidden(request, error)
+        except ProtectedError as error:
+            return delete_page(request, project, error=error)
+        messages.success(request, f"Deleted the project '{project.name}'.")
+        return redirect("planner:project-list")
+    return delete_page(request, project)

@@ -1,4 +1,5 @@
-"""Scenario pages: the form (create, edit), the JSON editor, import and export, the summary."""
+"""Scenario pages: the form (create, edit), the JSON editor, import and export, the summary,
+the delete page."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import ProtectedError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
@@ -22,6 +24,7 @@ from planner.forms import (
     presets_for_page,
 )
 from planner.models import Project, RunStatus, Scenario
+from planner.views.authoring import delete_page, refusal
 from planner.views.common import can_author, forbidden
 from planner.views.figures import layout_parts, run_figures
 from planner.views.reads import tokens_text
@@ -32,10 +35,6 @@ DEFAULT_MARGINS = {"framework_overhead": 0.10, "network_jitter": 0.05}
 
 def _author_project(request: HttpRequest, pk: int) -> Project:
     return get_object_or_404(selectors.projects_for(request.user), pk=pk)
-
-
-def _refusal(project: Project, action: str) -> NotAllowed:
-    return NotAllowed(f"Only a requester of {project.organisation} may {action}.")
 
 
 def _form_page(
@@ -55,7 +54,7 @@ def _form_page(
 def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
     project = _author_project(request, pk)
     if not can_author(request.user, project.organisation):
-        return forbidden(request, _refusal(project, "add scenarios"))
+        return forbidden(request, refusal(project, "add scenarios"))
     form = ScenarioForm(request.POST or None, initial=ScenarioForm.initial_for_preset())
     if request.method == "POST" and form.is_valid():
         try:
@@ -77,7 +76,7 @@ def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
 def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
     scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
     if not can_author(request.user, scenario.project.organisation):
-        return forbidden(request, _refusal(scenario.project, "edit scenarios"))
+        return forbidden(request, refusal(scenario.project, "edit scenarios"))
     form = ScenarioForm(
         request.POST or None,
         initial=ScenarioForm.initial_from(scenario),
@@ -105,7 +104,7 @@ def scenario_json_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """Advanced: the scenario JSON itself, checked by the estimator when saved."""
     scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
     if not can_author(request.user, scenario.project.organisation):
-        return forbidden(request, _refusal(scenario.project, "edit scenarios"))
+        return forbidden(request, refusal(scenario.project, "edit scenarios"))
     initial = {"spec": json.dumps(scenario.spec, indent=2)}
     form = ScenarioJsonForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
@@ -143,7 +142,7 @@ def scenario_export(request: HttpRequest, pk: int) -> HttpResponse:
 def scenario_import(request: HttpRequest, pk: int) -> HttpResponse:
     project = _author_project(request, pk)
     if not can_author(request.user, project.organisation):
-        return forbidden(request, _refusal(project, "import scenarios"))
+        return forbidden(request, refusal(project, "import scenarios"))
     form = ScenarioImportForm(request.POST or None, request.FILES or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -182,3 +181,23 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "can_author": can_author(request.user, scenario.project.organisation),
     }
     return render(request, "planner/scenario_detail.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def scenario_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    """Ask first; a scenario with a run that a budget request was made from stays."""
+    scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
+    project = scenario.project
+    if not can_author(request.user, project.organisation):
+        return forbidden(request, refusal(project, "delete scenarios"))
+    if request.method == "POST":
+        try:
+            services.scenario_delete(user=request.user, scenario=scenario)
+        except NotAllowed as error:
+            return forbidden(request, error)
+        except ProtectedError as error:
+            return delete_page(request, project, scenario, error=error)
+        messages.success(request, f"Deleted the scenario '{scenario.name}'.")
+        return redirect(project)
+    return delete_page(request, project, scenario)

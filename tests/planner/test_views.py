@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from datetime import date
 from decimal import Decimal
 from typing import Any
 
@@ -23,15 +24,26 @@ from django.urls import reverse
 
 from estimator.core.presets import load_presets
 from planner.demo import DEMO_USERS, demo_users_load
-from planner.models import Comparison, EstimationRun, Organisation, Project, RunStatus, Scenario
+from planner.models import (
+    AuditEvent,
+    BudgetRequest,
+    Comparison,
+    EstimationRun,
+    Organisation,
+    Project,
+    RunStatus,
+    Scenario,
+)
 from planner.roles import APPROVER, REQUESTER, user_has_role
 from planner.services import (
+    budget_request_create,
     comparison_create,
     membership_grant,
     project_create,
     run_execute,
     run_start,
     scenario_create,
+    scenario_update,
 )
 from tests.planner.conftest import example_quote, list_price, small_spec
 
@@ -155,19 +167,19 @@ def _pages(run: EstimationRun, comparison: Comparison) -> dict[str, str]:
 
 AUTHOR_PAGES = (
     "project-create",
+    "project-edit",
+    "project-delete",
     "scenario-create",
     "scenario-import",
     "scenario-edit",
     "scenario-json",
+    "scenario-delete",
 )
+PROJECT_AUTHOR_PAGES = ("project-edit", "project-delete", "scenario-create", "scenario-import")
 
 
 def _author_page(name: str, run: EstimationRun) -> str:
-    target = (
-        run.scenario.project.pk
-        if name in ("scenario-create", "scenario-import")
-        else run.scenario.pk
-    )
+    target = run.scenario.project.pk if name in PROJECT_AUTHOR_PAGES else run.scenario.pk
     return (
         reverse(f"planner:{name}")
         if name == "project-create"
@@ -372,6 +384,95 @@ def test_the_project_page_shows_runs_figures_and_the_ceiling(
     assert f"{budget['training_days']['p50']:.1f}" in body
     assert 'data-testid="over-ceiling"' in body
     assert 'data-testid="run-button"' in body
+
+
+def _project_values(project: Project) -> tuple[Any, ...]:
+    project.refresh_from_db()
+    return (project.name, project.goal, project.deadline, project.budget_ceiling, project.currency)
+
+
+def test_a_requester_edits_a_project_through_the_form(
+    requester: User, organisation: Organisation, project: Project
+) -> None:
+    client = _client(requester)
+    body = client.get(project.get_absolute_url()).content.decode()
+    url = reverse("planner:project-edit", args=[project.pk])
+    assert f'href="{url}"' in body
+    page = client.get(url)
+    assert page.context["form"].initial["name"] == project.name
+    assert "organisation" not in page.context["form"].fields  # a project stays where it is
+    response = client.post(url, _project_form(organisation, name="Llama 3 8B, second pass"))
+    assert response.status_code == 302
+    assert response["Location"] == project.get_absolute_url()
+    assert _project_values(project) == (
+        "Llama 3 8B, second pass",
+        "Instruction-tune Mixtral for support tickets.",
+        date(2027, 3, 31),
+        Decimal(250000),
+        "EUR",
+    )
+    assert project.organisation == organisation
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"budget_ceiling": "-5"}, "budget_ceiling", "must be positive"),
+        ({"currency": "XYZ"}, "currency", "unknown currency"),
+        ({"name": "   "}, "name", "required"),
+        ({"name": "Taken"}, "name", "exists"),
+        ({"deadline": "31/02/2027"}, "deadline", "valid date"),
+    ],
+)
+def test_a_bad_project_edit_shows_the_error_on_its_field_and_changes_nothing(
+    requester: User,
+    organisation: Organisation,
+    project: Project,
+    changes: dict[str, str],
+    field: str,
+    message: str,
+) -> None:
+    project_create(user=requester, organisation=organisation, name="Taken")
+    before = _project_values(project)
+    response = _client(requester).post(
+        reverse("planner:project-edit", args=[project.pk]), _project_form(organisation, **changes)
+    )
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert field in errors, errors
+    assert message in " ".join(errors[field]).lower()
+    assert _project_values(project) == before
+
+
+def test_a_viewer_cannot_edit_or_delete_a_project(
+    viewer: User, organisation: Organisation, project: Project
+) -> None:
+    client = _client(viewer)
+    body = client.get(project.get_absolute_url()).content.decode()
+    assert 'data-testid="edit-project"' not in body
+    assert 'data-testid="delete-project"' not in body
+    before = _project_values(project)
+    edit = reverse("planner:project-edit", args=[project.pk])
+    response = client.post(edit, _project_form(organisation, name="Renamed by a viewer"))
+    assert response.status_code == 403
+    assert b"Only a requester" in response.content
+    delete = reverse("planner:project-delete", args=[project.pk])
+    assert client.post(delete).status_code == 403
+    assert _project_values(project) == before
+
+
+def test_another_organisation_cannot_edit_or_delete(
+    outsider: User, organisation: Organisation, scenario: Scenario
+) -> None:
+    project = scenario.project
+    before = _project_values(project)
+    client = _client(outsider)
+    edit = reverse("planner:project-edit", args=[project.pk])
+    assert client.post(edit, _project_form(organisation, name="Hijacked")).status_code == 404
+    assert client.post(reverse("planner:project-delete", args=[project.pk])).status_code == 404
+    assert client.post(reverse("planner:scenario-delete", args=[scenario.pk])).status_code == 404
+    assert _project_values(project) == before
+    assert Scenario.objects.filter(pk=scenario.pk).exists()
 
 
 # --- Scenarios ------------------------------------------------------------------------------
@@ -822,3 +923,96 @@ def test_a_comparison_ignores_scenarios_of_other_projects(
     url = reverse("planner:project-compare", args=[scenario.project.pk])
     response = _client(requester).get(f"{url}?scenario={scenario.pk}&scenario={other.pk}")
     assert [s.pk for s in response.context["scenarios"]] == [scenario.pk]
+
+
+# --- Deleting projects and scenarios --------------------------------------------------------
+
+
+def test_a_project_is_deleted_after_the_confirmation_step(
+    requester: User, estimated: EstimationRun
+) -> None:
+    project = estimated.scenario.project
+    client = _client(requester)
+    url = reverse("planner:project-delete", args=[project.pk])
+    assert f'href="{url}"' in client.get(project.get_absolute_url()).content.decode()
+    confirm = client.get(url)
+    assert confirm.status_code == 200
+    assert 'data-testid="confirm-delete"' in confirm.content.decode()
+    assert Project.objects.filter(pk=project.pk).exists()  # asking deletes nothing
+    response = client.post(url, follow=True)
+    assert response.redirect_chain == [(reverse("planner:project-list"), 302)]
+    assert f"Deleted the project &#x27;{project.name}&#x27;" in response.content.decode()
+    assert not Project.objects.filter(pk=project.pk).exists()
+    assert not Scenario.objects.exists()
+    assert not EstimationRun.objects.exists()
+
+
+def test_a_scenario_is_deleted_after_the_confirmation_step(
+    requester: User, estimated: EstimationRun
+) -> None:
+    scenario = estimated.scenario
+    client = _client(requester)
+    url = reverse("planner:scenario-delete", args=[scenario.pk])
+    assert f'href="{url}"' in client.get(scenario.get_absolute_url()).content.decode()
+    confirm = client.get(url).content.decode()
+    assert "1 estimation run" in confirm
+    assert Scenario.objects.filter(pk=scenario.pk).exists()
+    response = client.post(url)
+    assert response.status_code == 302
+    assert response["Location"] == scenario.project.get_absolute_url()
+    assert not Scenario.objects.filter(pk=scenario.pk).exists()
+    assert not EstimationRun.objects.filter(pk=estimated.pk).exists()
+    assert Project.objects.filter(pk=scenario.project.pk).exists()
+
+
+def test_a_viewer_cannot_delete_a_scenario(viewer: User, scenario: Scenario) -> None:
+    client = _client(viewer)
+    assert (
+        'data-testid="delete-scenario"'
+        not in client.get(scenario.get_absolute_url()).content.decode()
+    )
+    url = reverse("planner:scenario-delete", args=[scenario.pk])
+    assert client.get(url).status_code == 403
+    response = client.post(url)
+    assert response.status_code == 403
+    assert b"Only a requester" in response.content
+    assert Scenario.objects.filter(pk=scenario.pk).exists()
+
+
+def test_what_a_budget_request_was_made_from_is_not_deleted(
+    requester: User, estimated: EstimationRun
+) -> None:
+    scenario, project = estimated.scenario, estimated.scenario.project
+    budget = budget_request_create(
+        user=requester, run=estimated, title="Llama 3 8B on 64 H100", justification="Cheapest."
+    )
+    client = _client(requester)
+    for url in (
+        reverse("planner:scenario-delete", args=[scenario.pk]),
+        reverse("planner:project-delete", args=[project.pk]),
+    ):
+        response = client.post(url)
+        assert response.status_code == 409, url
+        body = response.content.decode()
+        assert 'data-testid="delete-refused"' in body
+        assert "cannot be deleted: budget requests were made from its runs" in body
+        assert "nothing was deleted" in body
+        assert budget.get_absolute_url() in body
+    assert Scenario.objects.filter(pk=scenario.pk).exists()
+    assert EstimationRun.objects.filter(pk=estimated.pk).exists()
+    assert BudgetRequest.objects.filter(pk=budget.pk).exists()
+    assert Project.objects.filter(pk=project.pk).exists()
+
+
+def test_an_edited_scenario_is_deleted_but_its_audit_trail_keeps_the_project(
+    requester: User, scenario: Scenario
+) -> None:
+    scenario_update(user=requester, scenario=scenario, name="Renamed")
+    client = _client(requester)
+    assert client.post(reverse("planner:scenario-delete", args=[scenario.pk])).status_code == 302
+    assert not Scenario.objects.filter(pk=scenario.pk).exists()
+    assert AuditEvent.objects.filter(project=scenario.project, scenario=None).exists()
+    response = client.post(reverse("planner:project-delete", args=[scenario.project.pk]))
+    assert response.status_code == 409
+    assert "cannot be deleted: the audit trail records its history" in response.content.decode()
+    assert Project.objects.filter(pk=scenario.project.pk).exists()

@@ -1,4 +1,4 @@
-"""Forms of the planner pages: they parse input; services decide and write.
+"""The scenario form: every field of the contract a planner sets by hand, plus its price.
 
 :class:`ScenarioForm` turns its fields into a scenario dict in the contract's format
 (``shared/scenario-format.md``); the estimator validates it inside ``scenario_create``.
@@ -7,26 +7,18 @@
 from __future__ import annotations
 
 import copy
-import json
-import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from datetime import date
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from django import forms
-from django.core.files.uploadedfile import UploadedFile
-from django.utils import timezone
 
 from estimator.core.catalog import load_catalog
-from estimator.core.presets import ModelPreset, load_presets
-from planner.errors import PlannerError
-from planner.models import Organisation, Scenario
+from estimator.core.presets import load_presets
+from planner.forms.common import choice_field, preset_label, quantity_format, tokens_parse
+from planner.forms.prices import OptionAttrsSelect, PriceObject, price_choices, price_value
+from planner.models import Scenario
 from pricing import selectors as pricing_selectors
-from pricing.currency import currency_code_check
-from pricing.errors import PricingError
-from pricing.models import OnPremProfile, PriceBook, PriceEntry, VendorQuote
 
 CUSTOM = "custom"
 PRECISIONS = (("bf16", "BF16"), ("fp16", "FP16"), ("fp8", "FP8"), ("fp32", "FP32 / TF32"))
@@ -46,182 +38,6 @@ MODEL_FIELDS = (
     "vocab_size",
 )
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "micro_batch_size")
-MAX_UPLOAD_BYTES = 1_000_000
-MAX_TOKENS = 1e18  # the estimator's own limit
-_SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
-PriceObject = PriceEntry | VendorQuote | OnPremProfile
-
-
-def quantity_parse(text: str) -> float:
-    """``"2T"``, ``"300B"``, ``"2e12"`` or ``"2,000,000"`` as a float; ValueError otherwise."""
-    cleaned = text.strip().replace(",", "").replace("_", "").replace(" ", "")
-    match = re.fullmatch(r"([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)([kmbgtp]?)", cleaned.lower())
-    if not match:
-        raise ValueError(text)
-    number, suffix = match.groups()
-    return float(number) * _SUFFIXES.get(suffix, 1.0)
-
-
-def quantity_format(value: float) -> str:
-    """``1.5e13`` as ``15T``: the inverse of :func:`quantity_parse`, exact when it can be."""
-    for suffix, scale in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        scaled = value / scale
-        if scaled >= 1 and quantity_parse(f"{scaled:g}{suffix}") == value:
-            return f"{scaled:g}{suffix}"
-    return str(int(value)) if float(value).is_integer() else repr(float(value))
-
-
-def tokens_parse(text: str) -> float | None:
-    """A tokens field: blank is None (the preset's figure), else a positive quantity."""
-    if not text.strip():
-        return None
-    try:
-        tokens = quantity_parse(text)
-    except ValueError:
-        raise forms.ValidationError("Write a number of tokens such as 2T, 300B or 2e12.") from None
-    if not 1 <= tokens <= MAX_TOKENS:
-        raise forms.ValidationError(f"Train on between 1 and {MAX_TOKENS:.0e} tokens.")
-    return tokens
-
-
-def planner_error_add(form: forms.Form, error: PlannerError) -> None:
-    """Show a service's refusal on the form field it names, else above the form.
-
-    Errors about the scenario JSON (``spec.<key>``) already start with ``<key>: ``; on a
-    field of its own that prefix is dropped, above the form it stays, written as the form
-    calls that part of the document (``spec_prefix``).
-    """
-    key = error.field or ""
-    inner = key.removeprefix("spec.")
-    names_key = key.startswith("spec.") and error.message.startswith(f"{inner}: ")
-    target = form.error_field(key) if hasattr(form, "error_field") else key
-    if target and target in form.fields:
-        message = error.message[len(inner) + 2 :] if names_key and target != "spec" else None
-        form.add_error(target, message or error.message)
-    elif names_key:
-        form.add_error(None, getattr(form, "spec_prefix", "") + error.message)
-    else:
-        form.add_error(None, f"{key}: {error.message}" if key else error.message)
-
-
-# --- Projects -------------------------------------------------------------------------------
-
-
-class DateInput(forms.DateInput):
-    input_type = "date"
-
-
-class ProjectForm(forms.Form):
-    organisation = forms.ModelChoiceField(queryset=Organisation.objects.none(), empty_label=None)
-    name = forms.CharField(max_length=200)
-    goal = forms.CharField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="What the model is for and what done looks like.",
-    )
-    deadline = forms.DateField(required=False, widget=DateInput, help_text="Training must end by")
-    budget_ceiling = forms.DecimalField(
-        required=False, max_digits=18, decimal_places=2, help_text="The most finance will sign off"
-    )
-    currency = forms.CharField(
-        max_length=3, initial="USD", widget=forms.TextInput(attrs={"list": "currencies"})
-    )
-
-    def __init__(self, *args: Any, organisations: Iterable[Organisation], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        allowed = [organisation.pk for organisation in organisations]
-        field = self.fields["organisation"]
-        assert isinstance(field, forms.ModelChoiceField)
-        field.queryset = Organisation.objects.filter(pk__in=allowed)
-
-    def clean_currency(self) -> str:
-        return str(self.cleaned_data["currency"]).strip().upper()
-
-
-# --- Scenarios ------------------------------------------------------------------------------
-
-
-class OptionAttrsSelect(forms.Select):
-    """A select whose options carry data attributes (the page filters prices by accelerator)."""
-
-    def __init__(self, *args: Any, option_attrs: Mapping[str, dict[str, str]], **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self.option_attrs = option_attrs
-
-    def create_option(self, name: str, value: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        option = super().create_option(name, value, *args, **kwargs)
-        option["attrs"].update(self.option_attrs.get(str(value), {}))
-        return option
-
-
-@dataclass(frozen=True)
-class PriceChoice:
-    value: str
-    label: str
-    accelerator: str
-    price: PriceObject
-
-
-def _money(amount: Decimal, currency: str) -> str:
-    """``3.43088125`` as ``3.4309 USD/GPU-h``, ``2.9500`` as ``2.95 USD/GPU-h``."""
-    text = f"{amount:,.4f}"
-    return f"{text[:-2] if text.endswith('00') else text} {currency}/GPU-h"
-
-
-def price_choices(*, current: PriceObject | None = None) -> dict[str, list[PriceChoice]]:
-    """Published price-book entries, quotes valid today and on-prem profiles, by group."""
-    today = timezone.localdate()
-    entries = pricing_selectors.price_entries_published().order_by(
-        "accelerator__catalog_id", "price_per_accelerator_hour"
-    )
-    groups: dict[str, list[PriceChoice]] = {"Price books": [], "Vendor quotes": [], "On-prem": []}
-    for entry in entries:
-        flag = " — flagged: " + entry.data_flag.split(":")[0] if entry.data_flag else ""
-        label = (
-            f"{_money(entry.price_per_accelerator_hour, entry.book.currency)} · "
-            f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()} "
-            f"[{entry.accelerator.catalog_id}]{flag}"
-        )
-        groups["Price books"].append(
-            PriceChoice(f"price_entry:{entry.pk}", label, entry.accelerator.catalog_id, entry)
-        )
-    quotes = list(pricing_selectors.quotes_selectable(on=today))
-    if isinstance(current, VendorQuote) and current not in quotes:
-        quotes.append(current)
-    for quote in quotes:
-        state = "" if quote.validity_on(today) == "valid" else " — not valid today"
-        label = (
-            f"{_money(quote.price_per_accelerator_hour, quote.currency)} · "
-            f"{quote.reference or quote.vendor[:40]} (up to {quote.accelerator_count} GPUs, "
-            f"until {quote.valid_until:%Y-%m-%d}) [{quote.accelerator.catalog_id}]{state}"
-        )
-        groups["Vendor quotes"].append(
-            PriceChoice(f"vendor_quote:{quote.pk}", label, quote.accelerator.catalog_id, quote)
-        )
-    for profile in pricing_selectors.onprem_profile_list():
-        cost = pricing_selectors.onprem_profile_cost(profile=profile).price_per_gpu_hour
-        accelerator = profile.accelerator.catalog_id if profile.accelerator else ""
-        label = f"{_money(cost, profile.currency)} · {profile.name} [{accelerator or 'any'}]"
-        groups["On-prem"].append(
-            PriceChoice(f"onprem_profile:{profile.pk}", label, accelerator, profile)
-        )
-    return groups
-
-
-def price_value(scenario: Scenario) -> str:
-    price = scenario.price_entry or scenario.vendor_quote or scenario.onprem_profile
-    return f"{scenario.price_source}:{price.pk}" if price is not None else ""
-
-
-def _preset_label(preset: ModelPreset) -> str:
-    billions = preset.published_parameters / 1e9
-    return f"{preset.name} ({billions:,.0f} B parameters)"
-
-
-def _choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
-    field = form.fields[name]
-    assert isinstance(field, forms.ChoiceField)
-    return field
 
 
 def _integer(required: bool = False, **kwargs: Any) -> forms.IntegerField:
@@ -326,12 +142,12 @@ class ScenarioForm(forms.Form):
         super().__init__(*args, **kw)
         self.base_spec = copy.deepcopy(dict(base_spec or {}))
         self.presets = load_presets()
-        _choice_field(self, "model_preset").choices = [
-            *((p.id, _preset_label(p)) for p in self.presets.values()),
+        choice_field(self, "model_preset").choices = [
+            *((p.id, preset_label(p)) for p in self.presets.values()),
             (CUSTOM, "Custom architecture…"),
         ]
         catalog = load_catalog()
-        _choice_field(self, "accelerator").choices = [
+        choice_field(self, "accelerator").choices = [
             (a.catalog_id, f"{a.name} ({a.catalog_id})")
             for a in pricing_selectors.accelerator_list().order_by("vendor", "name")
             if a.catalog_id in catalog or a.catalog_id == self.initial.get("accelerator")
@@ -345,7 +161,7 @@ class ScenarioForm(forms.Form):
                 for c in options
             }
         )
-        _choice_field(self, "price").choices = [("", "Choose a price…")] + [
+        choice_field(self, "price").choices = [("", "Choose a price…")] + [
             (group, [(c.value, c.label) for c in options])
             for group, options in self.price_groups.items()
             if options
@@ -549,159 +365,3 @@ def presets_for_page() -> dict[str, dict[str, Any]]:
         }
         for preset in load_presets().values()
     }
-
-
-def _json_load(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as error:
-        raise forms.ValidationError(
-            f"Not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
-        ) from None
-
-
-class ScenarioJsonForm(forms.Form):
-    """The scenario JSON itself, for what the form does not cover (MoE, overrides, …)."""
-
-    spec = forms.CharField(
-        label="Scenario JSON",
-        widget=forms.Textarea(attrs={"rows": 28, "spellcheck": "false", "class": "code"}),
-    )
-
-    def error_field(self, field: str | None) -> str | None:
-        return "spec" if field and field.startswith("spec") else field
-
-    def clean_spec(self) -> Any:
-        return _json_load(self.cleaned_data["spec"])
-
-
-class ScenarioImportForm(forms.Form):
-    """An exported scenario document, uploaded as a file or pasted."""
-
-    file = forms.FileField(required=False, label="JSON file")
-    document = forms.CharField(
-        required=False,
-        label="…or paste the JSON",
-        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false", "class": "code"}),
-    )
-
-    #: The export document holds the scenario JSON under ``scenario``.
-    spec_prefix = "scenario."
-
-    def error_field(self, field: str | None) -> str | None:
-        return None  # every key of the document is reported above the form, with its name
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        upload: UploadedFile | None = data.get("file")
-        text = data.get("document") or ""
-        if upload is not None:
-            if upload.size is not None and upload.size > MAX_UPLOAD_BYTES:
-                raise forms.ValidationError("The file is larger than 1 MB.")
-            try:
-                text = upload.read().decode("utf-8-sig")
-            except UnicodeDecodeError:
-                raise forms.ValidationError("The file is not UTF-8 text.") from None
-        if not text.strip():
-            raise forms.ValidationError("Upload an exported scenario file or paste its JSON.")
-        data["parsed"] = _json_load(text)
-        _finite_numbers_check(data["parsed"])
-        return data
-
-
-def _finite_numbers_check(document: Any) -> None:
-    """Refuse NaN and infinite PUE or utilisation before they reach Decimal comparisons."""
-    if not isinstance(document, dict):
-        return
-    utilisation = document.get("utilisation")
-    values = [("pue", document.get("pue"))]
-    values += [("utilisation", v) for v in utilisation] if isinstance(utilisation, list) else []
-    for key, value in values:
-        try:
-            finite = value is None or Decimal(str(value)).is_finite()
-        except ArithmeticError:
-            finite = True  # not a number at all: the service names the key
-        if not finite:
-            raise forms.ValidationError(f"{key}: must be a finite number, got {value!r}")
-
-
-# --- Comparisons ----------------------------------------------------------------------------
-
-
-class ComparisonSaveForm(forms.Form):
-    name = forms.CharField(max_length=200, label="Save this comparison as")
-
-
-# --- Capacity -------------------------------------------------------------------------------
-
-MAX_CAPACITY_GPUS = 16_384
-
-
-class ScenarioChoiceField(forms.ModelChoiceField):
-    def label_from_instance(self, obj: Any) -> str:
-        return f"{obj.project.name} · {obj.name}"
-
-
-class CapacityForm(forms.Form):
-    """We must finish N tokens by date D within budget B: which clusters can?"""
-
-    model_preset = forms.ChoiceField(label="Model", required=False)
-    scenario = ScenarioChoiceField(
-        queryset=Scenario.objects.none(),
-        required=False,
-        label="…or the model of a scenario",
-        help_text="Takes its model, batch, precision and margins",
-    )
-    tokens = forms.CharField(required=False, help_text="Blank: the preset's or scenario's")
-    deadline = forms.DateField(widget=DateInput, label="Finish by")
-    budget = forms.DecimalField(required=False, max_digits=18, decimal_places=2, min_value=0)
-    currency = forms.CharField(max_length=3, initial="USD")
-    max_gpus = forms.IntegerField(
-        min_value=1,
-        max_value=MAX_CAPACITY_GPUS,
-        initial=1024,
-        label="At most GPUs per option",
-        help_text=f"Up to {MAX_CAPACITY_GPUS:,}; quotes are capped at their accelerator count",
-    )
-    book = forms.ModelChoiceField(
-        queryset=PriceBook.objects.none(), required=False, label="Price book", empty_label="None"
-    )
-    include_spot = forms.BooleanField(required=False, label="Include spot prices")
-    include_quotes = forms.BooleanField(required=False, initial=True, label="Valid vendor quotes")
-    include_onprem = forms.BooleanField(required=False, initial=True, label="On-prem profiles")
-
-    def __init__(self, *args: Any, scenarios: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _choice_field(self, "model_preset").choices = [("", "—")] + [
-            (p.id, _preset_label(p)) for p in load_presets().values()
-        ]
-        scenario_field = self.fields["scenario"]
-        book_field = self.fields["book"]
-        assert isinstance(scenario_field, forms.ModelChoiceField)
-        assert isinstance(book_field, forms.ModelChoiceField)
-        scenario_field.queryset = scenarios
-        book_field.queryset = PriceBook.objects.filter(status=PriceBook.Status.PUBLISHED)
-
-    def clean_tokens(self) -> float | None:
-        return tokens_parse(self.cleaned_data.get("tokens") or "")
-
-    def clean_currency(self) -> str:
-        code = str(self.cleaned_data["currency"]).strip().upper()
-        try:
-            return currency_code_check(code)
-        except PricingError as error:
-            raise forms.ValidationError(error.message) from None
-
-    def clean_deadline(self) -> date:
-        deadline: date = self.cleaned_data["deadline"]
-        if deadline <= timezone.localdate():
-            raise forms.ValidationError("Pick a date after today.")
-        return deadline
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if not data.get("model_preset") and not data.get("scenario"):
-            self.add_error("model_preset", "Pick a model preset or a scenario.")
-        if not (data.get("book") or data.get("include_quotes") or data.get("include_onprem")):
-            self.add_error("book", "Pick at least one price source.")
-        return data
