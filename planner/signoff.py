@@ -16,27 +16,13 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from planner.labels import MEMORY_PARTS, STEP_PARTS
 from planner.models import AuditEvent, BudgetRequest
 from planner.services.budgets import snapshot_document
 from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars
 
 #: Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
-STEP_PARTS = (
-    ("compute", "Compute"),
-    ("recompute", "Recompute"),
-    ("tp_communication", "Tensor-parallel comms"),
-    ("pp_bubble", "Pipeline bubble"),
-    ("exposed_communication", "Exposed DP/CP comms"),
-    ("overheads", "Overheads"),
-)
-MEMORY_PARTS = (
-    ("weights", "Weights"),
-    ("gradients", "Gradients"),
-    ("optimizer", "Optimizer"),
-    ("activations", "Activations"),
-    ("other", "Other"),
-)
 
 
 class SignoffUnavailable(Exception):

@@ -6,25 +6,10 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from planner.labels import MEMORY_PARTS, STEP_PARTS
 from planner.models import EstimationRun, RunStatus, Scenario
 from planner.selectors import ComparisonRow, comparison_rows
 
-#: (key in the estimator's output, label) in stacking order; their sum is the step time.
-STEP_PARTS = (
-    ("compute", "Compute"),
-    ("recompute", "Recompute"),
-    ("tp_communication", "Tensor-parallel comms"),
-    ("pp_bubble", "Pipeline bubble"),
-    ("exposed_communication", "Exposed DP/CP comms"),
-    ("overheads", "Framework overheads"),
-)
-MEMORY_PARTS = (
-    ("weights", "Weights"),
-    ("gradients", "Gradients"),
-    ("optimizer", "Optimizer states"),
-    ("activations", "Activations"),
-    ("other", "Other (buffers, fragmentation)"),
-)
 BOTTLENECKS = {
     "compute": "Compute",
     "memory": "Memory bandwidth",
