@@ -255,6 +255,7 @@ def monte_carlo(
     samples: int = 4000,
     uncertainty: Uncertainty | None = None,
     progress: Callable[[float], None] | None = None,
+    baseline: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """P10/P50/P90 of training wall clock and GPU-hours of one scenario.
 
@@ -279,6 +280,9 @@ def monte_carlo(
         The input distributions; ``Uncertainty()`` when omitted.
     progress : callable, optional
         Called with the fraction of samples done (0 to 1, ending at 1.0).
+    baseline : mapping, optional
+        :func:`estimate` of this very scenario, when the caller already has it; saves a
+        second estimate (and, for ``"auto"``, a second layout search).
 
     Returns
     -------
@@ -296,7 +300,7 @@ def monte_carlo(
     seed, samples = _count("seed", seed, 0), _count("samples", samples, 1, MAX_SAMPLES)
     u = Uncertainty() if uncertainty is None else uncertainty
     valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
-    baseline = estimate(valid)
+    baseline = estimate(valid) if baseline is None else baseline
     core, communication = split_step_time(baseline, valid.margins)
     draws = _draw(np.random.default_rng(seed), u, samples)
     steps = step_time(core, communication, draws["framework_overhead"], draws["network_jitter"])

@@ -153,6 +153,7 @@ def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dic
         samples=run.samples,
         uncertainty=Uncertainty(utilisation=(low, high)),
         progress=lambda fraction: report(0.2 + 0.75 * fraction, "Monte Carlo"),
+        baseline=result,
     )
     budget = budget_figures(
         estimate=result,

@@ -299,3 +299,10 @@ def test_montecarlo_imports_without_django() -> None:
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_monte_carlo_with_the_callers_baseline_matches_its_own() -> None:
+    auto = {**SMALL, "parallelism": "auto"}
+    own = monte_carlo(auto, seed=4, samples=500)
+    given = monte_carlo(auto, seed=4, samples=500, baseline=estimate(auto))
+    assert given == own
