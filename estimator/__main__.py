@@ -1,5 +1,5 @@
-"""Command line: ``python -m estimator estimate FILE|-``, ``search FILE|- [--top K]
-[--objective time|cost]`` and ``catalog``.
+"""Command line: ``python -m estimator estimate [--uncertainty] FILE|-``, ``search FILE|-
+[--top K] [--objective time|cost]`` and ``catalog``.
 
 Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
 stdout then.
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.core import ScenarioError, estimate, load_catalog, search
+from estimator.core.montecarlo import estimate_with_uncertainty
 
 EXIT_BAD_INPUT = 2
 
@@ -31,8 +32,12 @@ def _read(path: str) -> Any:
         ) from exc
 
 
-def _estimate(path: str) -> int:
-    result = estimate(_read(path))
+def _estimate(path: str, uncertainty: bool, seed: int, samples: int) -> int:
+    data = _read(path)
+    if uncertainty:
+        result = estimate_with_uncertainty(data, seed=seed, samples=samples)
+    else:
+        result = estimate(data)
     sys.stdout.write(json.dumps(result, allow_nan=False) + "\n")
     return 0
 
@@ -58,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("estimate", help="estimate one scenario (JSON file or '-')")
     run.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
+    run.add_argument("--uncertainty", action="store_true", help="add the Monte Carlo's P10/P50/P90")
+    run.add_argument("--seed", type=int, default=1, help="Monte Carlo seed (default 1)")
+    run.add_argument("--samples", type=int, default=4000, help="Monte Carlo samples (4000)")
     find = commands.add_parser("search", help="best layouts of a scenario (JSON file or '-')")
     find.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
     find.add_argument("--top", type=int, default=5, help="layouts to return (default 5)")
@@ -67,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "search":
             return _search(args.scenario, args.top, args.objective)
-        return _estimate(args.scenario) if args.command == "estimate" else _catalog()
+        if args.command == "estimate":
+            return _estimate(args.scenario, args.uncertainty, args.seed, args.samples)
+        return _catalog()
     except ScenarioError as exc:
         sys.stderr.write(f"{exc.key}: {exc.reason}\n")
         return EXIT_BAD_INPUT

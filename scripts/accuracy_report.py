@@ -1,13 +1,17 @@
 """Score the estimator against the published measurements and write docs/accuracy.md.
 
     python scripts/accuracy_report.py [CALIBRATION_DIR] [--jobs 2] [--output docs/accuracy.md]
-    python scripts/accuracy_report.py --fit      # redo the least-squares fit, print it
+    python scripts/accuracy_report.py --fit      # refit every family first (make accuracy)
 
 CALIBRATION_DIR defaults to ``../shared/calibration`` relative to the repository root and
-must hold ``cases.jsonl`` and ``score.py``. The scoring runs score.py exactly as CI would,
-through the command line (``<this python> -m estimator estimate``), on the cases whose
-parallel layout is stated (``--layout explicit``), then, separately, on the cases left to
-the layout search (``--layout auto``: ``estimate`` picks the fastest layout that fits).
+must hold ``cases.jsonl`` and ``score.py``; the project's own cases are
+``estimator/calibration/cases/*.jsonl``. ``--fit`` fits each family
+(``scripts/calibration_fit.py``), cross-validates by leaving one source out at a time and
+writes both to ``estimator/data/calibration.json``; the report then runs in a fresh process
+so that the estimator loads the new fit. In-sample figures run score.py exactly as CI
+would, through the command line (``<this python> -m estimator estimate``), on every case
+file, stated layouts and ``"auto"`` apart; out-of-sample figures are the
+leave-one-source-out predictions stored with the fit.
 """
 
 from __future__ import annotations
@@ -27,19 +31,11 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import calibration_fit as fitting  # noqa: E402
 
 from estimator.core import calibration, estimate, validate_scenario  # noqa: E402
-from estimator.core.layout import Layouts, evaluate_layouts  # noqa: E402
-from estimator.core.workload import build_workload  # noqa: E402
-
-SOURCES = (
-    ("foundry-", "mosaicml/llm-foundry benchmark tables (FSDP)"),
-    ("narayanan21-t1-", "Narayanan et al. 2021, table 1 (PTD-P weak scaling)"),
-    ("narayanan21-t2-", "Narayanan et al. 2021, table 2 (ZeRO-3 vs PTD-P)"),
-    ("megatron-h100-", "Megatron-LM README, H100 weak/strong scaling"),
-    ("nanotron-", "huggingface/nanotron README benchmark"),
-)
-FITTED_FAMILIES = ("nvidia-hopper", "nvidia-ampere")
 
 
 @dataclasses.dataclass
@@ -57,10 +53,13 @@ class CaseResult:
         return (self.predicted - self.measured) / self.measured
 
 
-def run_score(calibration_dir: Path, jobs: int, layout: str) -> tuple[dict[str, float], dict]:
+def run_score(
+    calibration_dir: Path, jobs: int, layout: str, cases_file: Path | None = None
+) -> tuple[dict[str, float], dict]:
     """Run score.py through the CLI; return ({id: predicted}, summary JSON)."""
+    cases_file = cases_file or calibration_dir / "cases.jsonl"
     command = [
-        sys.executable, str(calibration_dir / "score.py"), str(calibration_dir / "cases.jsonl"),
+        sys.executable, str(calibration_dir / "score.py"), str(cases_file),
         "--cmd", f"{sys.executable} -m estimator estimate", "--cwd", str(ROOT), "--json",
         "--jobs", str(jobs), "--layout", layout,
     ]  # fmt: skip
@@ -79,23 +78,94 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q * 100)) if values else math.nan
 
 
-def source_rows(results: list[CaseResult], total: dict[str, int]) -> list[str]:
-    """Markdown rows of the per-source table."""
+def _errors(results: list[CaseResult]) -> list[float]:
+    return [r.error for r in results if r.error is not None]
+
+
+def stats(results: list[CaseResult]) -> str:
+    """'median abs | P90 abs | mean signed' cells of a group of cases (or dashes)."""
+    errors = _errors(results)
+    if not errors:
+        return "- | - | -"
+    absolute = [abs(e) for e in errors]
+    return (
+        f"{percentile(absolute, 0.5):.1%} | {percentile(absolute, 0.9):.1%} | "
+        f"{statistics.mean(errors):+.1%}"
+    )
+
+
+def _stated(r: CaseResult) -> bool:
+    return r.case["scenario"].get("parallelism") != "auto"
+
+
+def family_of(case: dict[str, Any]) -> str:
+    return validate_scenario(case["scenario"]).cluster.spec.family
+
+
+def band_covered(results: list[CaseResult], fit: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Per family, (covered, scored): whether each case's measurement lies in the P10-P90
+    band a user would have been shown had its source been unseen: the band is centred on
+    the leave-one-source-out prediction with the spread of the family's *other* sources'
+    out-of-sample errors (or the unmeasured spread when there are none).
+    """
+    by_family: dict[str, list[tuple[str, float]]] = {}
+    for r in results:
+        if r.error is not None and r.predicted:
+            family = family_of(r.case)
+            error = math.log(r.predicted / r.measured)
+            by_family.setdefault(family, []).append((fitting.source_of(r.case), error))
+    out = {}
+    for family, rows in by_family.items():
+        covered = 0
+        for source, error in rows:
+            others = [e for s, e in rows if s != source]
+            sigma = fitting.family_spread(others)[0] if others else calibration.UNMEASURED_SIGMA
+            covered += abs(error) <= fitting.Z_80 * sigma
+        out[family] = (covered, len(rows))
+    return out
+
+
+def family_rows(results: list[CaseResult], out: list[CaseResult], fit: dict[str, Any]) -> list[str]:
+    coverage = band_covered(out, fit)
     rows = []
-    for prefix, label in SOURCES:
-        mine = [r for r in results if r.case["id"].startswith(prefix)]
-        errors = [abs(r.error) for r in mine if r.error is not None]
-        if not mine:
-            rows.append(f"| `{prefix}` | {label} | 0 | {total.get(prefix, 0)} | - | - | - | - |")
-            continue
-        bias = statistics.mean(r.error for r in mine if r.error is not None)
-        within = sum(e <= 0.10 for e in errors) / len(mine)
+    for family, entry in fit["families"].items():
+        mine = [r for r in results if family_of(r.case) == family]
+        theirs = [r for r in out if family_of(r.case) == family]
+        fitted = ", ".join(f"{k} {v:.3g}" for k, v in entry["fitted"].items()) or "prior"
+        covered, total = coverage.get(family, (0, 0))
+        band = f"{covered / total:.0%} ({covered}/{total})" if total else "-"
         rows.append(
-            f"| `{prefix}` | {label} | {len(mine)} | {total.get(prefix, 0) - len(mine)} | "
-            f"{percentile(errors, 0.5):.1%} | {percentile(errors, 0.9):.1%} | {bias:+.1%} | "
-            f"{within:.0%} |"
+            f"| {family} | {entry['cases']} | {entry['sources']} | {fitted} | {stats(mine)} "
+            f"| {stats(theirs)} | {entry['sigma']:.3f} | {band} |"
         )
     return rows
+
+
+def per_source_rows(results: list[CaseResult], out: list[CaseResult]) -> list[str]:
+    rows = []
+    for source in sorted({fitting.source_of(r.case) for r in results}):
+        mine = [r for r in results if fitting.source_of(r.case) == source]
+        theirs = [r for r in out if fitting.source_of(r.case) == source]
+        families = ", ".join(sorted({family_of(r.case) for r in mine}))
+        auto = sum(not _stated(r) for r in mine)
+        rows.append(
+            f"| `{source}` | {families} | {len(mine)} | {auto} | {stats(mine)} | {stats(theirs)} |"
+        )
+    return rows
+
+
+def summary_lines(results: list[CaseResult], out: list[CaseResult]) -> list[str]:
+    lines = []
+    for label, keep in (("stated layouts", _stated), ("auto layouts", lambda r: not _stated(r))):
+        mine = [r for r in results if keep(r)]
+        theirs = [r for r in out if keep(r)]
+        failed = sum(r.error is None for r in mine)
+        lines.append(
+            f"{label}: {len(mine)} cases, {failed} failed; in-sample median/P90/mean "
+            f"{stats(mine).replace(' | ', ' / ')}; leave-one-source-out "
+            f"{stats(theirs).replace(' | ', ' / ')}"
+        )
+    return lines
 
 
 def table2_split(results: list[CaseResult]) -> str:
@@ -226,14 +296,13 @@ def auto_rows(results: list[CaseResult]) -> list[str]:
     return rows
 
 
-def auto_section(results: list[CaseResult], summary: dict) -> list[str]:
+def auto_section(results: list[CaseResult]) -> list[str]:
     return [
         "## Layout left to the search",
         "",
-        f'Cases with `"parallelism": "auto"`: **{summary["cases"]}**, failed: '
-        f"**{summary['failed']}**, median |error| **{summary['median_abs_error_pct']:.1f} %**, "
-        f"P90 |error| **{summary['p90_abs_error_pct']:.1f} %**, within +-10 %: "
-        f"{summary['within_10pct']:.0%}. The estimate is that of the fastest layout that fits "
+        f'Cases with `"parallelism": "auto"`: **{len(results)}**; median abs / P90 abs / mean '
+        f"signed error in-sample: {stats(results).replace(' | ', ' / ')}. "
+        "The estimate is that of the fastest layout that fits "
         "(`python -m estimator search`), so these rows also test that the search finds "
         "layouts as good as the published ones; the stated part of the layout is not imposed.",
         "",
@@ -312,132 +381,106 @@ def search_section(gains: list[SearchGain]) -> list[str]:
 def write_report(
     path: Path,
     results: list[CaseResult],
-    summary: dict,
-    cases: list[dict],
-    auto_results: tuple[list[CaseResult], dict],
+    out: list[CaseResult],
+    fit: dict[str, Any],
     gains: list[SearchGain],
 ) -> None:
-    total = {prefix: sum(c["id"].startswith(prefix) for c in cases) for prefix, _ in SOURCES}
-    auto = sum(c["scenario"].get("parallelism") == "auto" for c in cases)
+    stated = [r for r in results if _stated(r)]
+    stated_out = [r for r in out if _stated(r)]
+    auto = [r for r in results if not _stated(r)]
+    auto_out = [r for r in out if not _stated(r)]
+    covered = band_covered(out, fit).values()
+    hits, total = sum(c for c, _ in covered), sum(t for _, t in covered)
     lines = [
         "# Estimator accuracy",
         "",
-        "Generated by `scripts/accuracy_report.py` (do not edit by hand). It runs the shared",
-        "`score.py` on `cases.jsonl` through the command line, `python -m estimator estimate`,",
-        "comparing the predicted `tokens_per_s_per_gpu` (default margins) with the measured one;",
-        "error = (predicted - measured) / measured.",
+        "Generated by `make accuracy` (`scripts/accuracy_report.py --fit`; do not edit by",
+        "hand). Every case of `../shared/calibration/cases.jsonl` and of",
+        "`estimator/calibration/cases/*.jsonl` is scored: the predicted `tokens_per_s_per_gpu`",
+        "(default margins) against the measured one, error = (predicted - measured) / measured.",
         "",
-        f"Cases with a stated layout: **{summary['cases']}**, failed: **{summary['failed']}**, "
-        f"median |error| **{summary['median_abs_error_pct']:.1f} %**, P90 |error| "
-        f"**{summary['p90_abs_error_pct']:.1f} %**, within +-10 %: "
-        f"{summary['within_10pct']:.0%}, within +-20 %: {summary['within_20pct']:.0%}.",
-        f'Another {auto} cases leave the layout to the estimator (`"auto"`); they are scored '
-        "separately below.",
+        "* **In-sample**: the estimator as shipped, fitted on every case, run through the",
+        "  command line by the shared `score.py`.",
+        "* **Leave-one-source-out** (out of sample): for each source (a paper, a README, one",
+        "  MLPerf round...), every family is refitted without it and its cases are predicted.",
+        "  A family whose only source is left out is predicted from its prior. This is the",
+        "  figure to expect on a run the estimator has never seen.",
         "",
-        "## Per source (stated layouts)",
+        "| cases | count | failed | in-sample median | in-sample P90 | in-sample mean signed "
+        "| out-of-sample median | out-of-sample P90 | out-of-sample mean signed |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| stated layout | {len(stated)} | {sum(r.error is None for r in stated)} "
+        f"| {stats(stated)} | {stats(stated_out)} |",
+        f'| `"auto"` layout | {len(auto)} | {sum(r.error is None for r in auto)} '
+        f"| {stats(auto)} | {stats(auto_out)} |",
         "",
-        "| prefix | source | scored | not scored (auto) | median abs | P90 abs | mean signed "
-        "| within 10 % |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-        *source_rows(results, total),
+        f"The Monte Carlo's P10-P90 band of tokens/s covers **{hits / max(total, 1):.0%}** "
+        f"({hits} of {total}) of the measurements out of sample (nominal 80 %): the band is "
+        "centred on the leave-one-source-out prediction with the spread of the family's "
+        "other sources' out-of-sample errors.",
+        "",
+        "## Per family",
+        "",
+        "`sigma` is the log-sd of the efficiency factor the Monte Carlo samples for the "
+        "family (80th percentile of its out-of-sample |log error| / 1.2816); `band covers` "
+        "is the out-of-sample coverage described above. Families not listed have no "
+        "measurements: they run on their priors (`estimator/core/calibration.py`), every "
+        f"estimate says so, and their band uses sigma {calibration.UNMEASURED_SIGMA}.",
+        "",
+        "| family | cases | sources | fitted | in-sample median abs | P90 abs | mean signed "
+        "| out-of-sample median abs | P90 abs | mean signed | sigma | band covers |",
+        "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *family_rows(results, out, fit),
+        "",
+        "## Per source",
+        "",
+        "| source | families | cases | of which auto | in-sample median abs | P90 abs "
+        "| mean signed | out-of-sample median abs | P90 abs | mean signed |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *per_source_rows(results, out),
         "",
         "Narayanan et al. table 2 by method: " + table2_split(results) + ".",
         "",
-        "llm-foundry dominates the count (216 of the 254 stated-layout cases), so the overall",
-        "median mostly reflects PyTorch FSDP on H100/A100; read the other rows before trusting",
-        "pipeline- or tensor-parallel estimates to the same degree.",
-        "",
-        "## Largest misses",
+        "## Largest misses (in-sample)",
         "",
         "| case | layout | measured | predicted | error | why |",
         "| --- | --- | ---: | ---: | ---: | --- |",
-        *misses_rows(results, 15),
+        *misses_rows(stated, 15),
         "",
-        *auto_section(*auto_results),
+        *auto_section(auto),
         *search_section(gains),
     ]
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-# ---- least-squares fit of the calibration parameters (``--fit``) -------------------------
-
-FIT_PARAMETERS = (
-    ("nvidia-hopper", "gemm"), ("nvidia-hopper", "attention"),
-    ("nvidia-ampere", "gemm"), ("nvidia-ampere", "attention"),
-    ("*", "inter_node_latency_s"),
-)  # fmt: skip
+def load_fit() -> dict[str, Any]:
+    """The fit record the estimator runs on (``estimator/data/calibration.json``)."""
+    return json.loads(calibration.FIT_PATH.read_text(encoding="utf-8"))
 
 
-def _families(values: Sequence[float] | np.ndarray) -> dict[str, calibration.Efficiency]:
-    families = dict(calibration.FAMILY_EFFICIENCY)
-    for (family, name), value in zip(FIT_PARAMETERS, values, strict=True):
-        for target in FITTED_FAMILIES if family == "*" else (family,):
-            changes: dict[str, Any] = {name: float(value)}
-            families[target] = dataclasses.replace(families[target], **changes)
-    return families
-
-
-def fit_loss(values: Sequence[float] | np.ndarray, scenarios: list, measured: np.ndarray) -> float:
-    """Mean |log(predicted / measured)| over the cases (robust to the few wild rows)."""
-    if min(values) <= 0:
-        return math.inf
-    families = _families(values)
-    predicted = []
-    for scenario in scenarios:
-        workload = build_workload(scenario, families[scenario.cluster.spec.family])
-        result = evaluate_layouts(workload, Layouts.single(scenario.parallelism))
-        predicted.append(result.tokens_per_step[0] / result.step_time[0] / workload.num_gpus)
-    return float(np.mean(np.abs(np.log(np.asarray(predicted) / measured))))
-
-
-def nelder_mead(
-    loss: Callable[[np.ndarray], float], start: Sequence[float], iterations: int = 300
-) -> tuple[np.ndarray, float]:
-    """Plain Nelder-Mead (reflection 1, expansion 2, contraction 1/2, shrink 1/2)."""
-    points = [np.asarray(start, dtype=float)]
-    points += [points[0] * (1 + 0.1 * np.eye(len(start))[i]) for i in range(len(start))]
-    values = [loss(p) for p in points]
-    for _ in range(iterations):
-        order = np.argsort(values)
-        points, values = [points[i] for i in order], [values[i] for i in order]
-        centre = np.mean(points[:-1], axis=0)
-        reflected = centre + (centre - points[-1])
-        f_reflected = loss(reflected)
-        if f_reflected < values[0]:
-            expanded = centre + 2 * (centre - points[-1])
-            f_expanded = loss(expanded)
-            best = (expanded, f_expanded) if f_expanded < f_reflected else (reflected, f_reflected)
-            points[-1], values[-1] = best
-        elif f_reflected < values[-2]:
-            points[-1], values[-1] = reflected, f_reflected
-        else:
-            contracted = centre + 0.5 * (points[-1] - centre)
-            f_contracted = loss(contracted)
-            if f_contracted < values[-1]:
-                points[-1], values[-1] = contracted, f_contracted
-            else:
-                points = [points[0] + 0.5 * (p - points[0]) for p in points]
-                values = [loss(p) for p in points]
-    winner = int(np.argmin(values))
-    return points[winner], values[winner]
-
-
-def run_fit(cases: list[dict]) -> None:
-    chosen = [c for c in cases if c["scenario"].get("parallelism") != "auto"]
-    scenarios = [validate_scenario(c["scenario"]) for c in chosen]
-    measured = np.array([c["measured"]["tokens_per_s_per_gpu"] for c in chosen])
-    start = [
-        getattr(calibration.FAMILY_EFFICIENCY[FITTED_FAMILIES[0] if f == "*" else f], n)
-        for f, n in FIT_PARAMETERS
-    ]
-    print(
-        f"fitting {len(start)} parameters on {len(chosen)} cases; start loss "
-        f"{fit_loss(start, scenarios, measured):.4f}"
+def run_fit(cases: list[dict[str, Any]]) -> None:
+    """Fit every family, cross-validate by source and write ``calibration.json``."""
+    out_of_sample = fitting.leave_one_source_out(
+        cases, progress=lambda source: print(f"leaving out {source}", flush=True)
     )
-    best, loss = nelder_mead(lambda x: fit_loss(x, scenarios, measured), start)
-    for (family, name), value in zip(FIT_PARAMETERS, best, strict=True):
-        print(f"  {family:14s} {name:22s} {value:.4g}")
-    print(f"mean |log error| at the optimum: {loss:.4f}")
+    record = fitting.fit_record(cases, out_of_sample)
+    record["out_of_sample"] = dict(sorted(out_of_sample.items()))
+    calibration.FIT_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    for family, entry in record["families"].items():
+        print(f"  {family:18s} {entry['fitted']} sigma {entry['sigma']}")
+
+
+def in_sample(calibration_dir: Path, jobs: int) -> tuple[dict[str, float], list[dict]]:
+    """Predictions of every case file through score.py (stated and auto apart)."""
+    predicted: dict[str, float] = {}
+    summaries = []
+    files = [calibration_dir / "cases.jsonl", *sorted(fitting.PROJECT_CASES.glob("*.jsonl"))]
+    for path in files:
+        for layout in ("explicit", "auto"):
+            found, summary = run_score(calibration_dir, jobs, layout, path)
+            predicted.update(found)
+            summaries.append({"file": path.name, "layout": layout, **summary})
+    return predicted, summaries
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -447,29 +490,27 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--output", type=Path, default=ROOT / "docs" / "accuracy.md")
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--fit", action="store_true", help="refit the calibration, print it")
+    parser.add_argument("--fit", action="store_true", help="refit every family first")
     args = parser.parse_args(argv)
-    text = (args.calibration_dir / "cases.jsonl").read_text(encoding="utf-8")
-    cases = [json.loads(line) for line in text.splitlines() if line.strip()]
+    cases = fitting.load_cases(args.calibration_dir / "cases.jsonl")
     if args.fit:
         run_fit(cases)
-        return 0
-    predicted, summary = run_score(args.calibration_dir, args.jobs, "explicit")
+        # A fresh process: the estimator reads calibration.json when it is imported.
+        again = [sys.executable, __file__, str(args.calibration_dir), "--output", str(args.output)]
+        return subprocess.run([*again, "--jobs", str(args.jobs)], check=False).returncode
+    fit = load_fit()
+    predicted, _ = in_sample(args.calibration_dir, args.jobs)
     results = [
         CaseResult(c, float(c["measured"]["tokens_per_s_per_gpu"]), predicted.get(c["id"]))
         for c in cases
-        if c["scenario"].get("parallelism") != "auto"
+        if fitting.scored(c)
     ]
-    auto_predicted, auto_summary = run_score(args.calibration_dir, args.jobs, "auto")
-    auto_results = [
-        CaseResult(c, float(c["measured"]["tokens_per_s_per_gpu"]), auto_predicted.get(c["id"]))
-        for c in cases
-        if c["scenario"].get("parallelism") == "auto"
-    ]
-    gains = search_gains(cases)
-    write_report(args.output, results, summary, cases, (auto_results, auto_summary), gains)
-    print(json.dumps(summary))
-    print(json.dumps(auto_summary))
+    oos = dict(fit.get("out_of_sample", {}))
+    out_results = [CaseResult(r.case, r.measured, oos.get(r.case["id"])) for r in results]
+    gains = search_gains([c for c in cases if fitting.scored(c)])
+    write_report(args.output, results, out_results, fit, gains)
+    for line in summary_lines(results, out_results):
+        print(line)
     print(f"search vs stated layouts: {sum(g.gain < -1e-9 for g in gains)} worse of {len(gains)}")
     return 0
 

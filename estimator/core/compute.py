@@ -9,6 +9,12 @@ FLOPs the kernel executes (causal tiles skipped: half the non-causal count; the 
 recomputes the scores: 2.5 x forward, Dao 2023 "FlashAttention-2", section 3). LayerNorm,
 activation functions and residual adds are memory-bound.
 
+Every matmul dimension is padded up to the matmul unit's tile before its FLOPs are timed
+(tile quantization, NVIDIA "Matrix Multiplication Background User's Guide", 2023): a
+dimension that is not a multiple of the tile - an unpadded vocabulary, a head count split
+unevenly, a few tokens per expert - runs further from peak. fp8 matmuls run at the
+family's fp8 efficiency times the scaling recipe's relative speed.
+
 All functions take broadcastable numpy arrays for the layout parameters.
 """
 
@@ -26,10 +32,31 @@ ATTENTION_BACKWARD_FACTOR = 2.5
 CAUSAL_FRACTION = 0.5
 
 
+def matmul_efficiency(w: Workload) -> float:
+    """Fraction of the precision's dense peak a large matmul reaches (eps_gemm). [1]
+
+    fp8: the family's fp8 fraction times the recipe's speed relative to per-tensor scaling;
+    block scaling is native (factor 1) where the tensor cores apply the scales (MXFP8).
+    """
+    e = w.efficiency
+    if w.precision != "fp8":
+        return e.gemm
+    if w.fp8_recipe == "blockwise" and e.native_block_fp8:
+        return e.fp8_gemm_fraction
+    return e.fp8_gemm_fraction * dict(w.software.fp8_recipe_gemm)[w.fp8_recipe]
+
+
+def padded(dimension: Numeric, tile: float) -> FloatArray:
+    """``dimension`` rounded up to a multiple of ``tile`` (tile quantization). [1]"""
+    return np.ceil(np.asarray(dimension, dtype=np.float64) / tile - 1e-9) * tile
+
+
 def gemm_flop_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
-    """Arithmetic part of an (m x k) @ (k x n) matmul: 2 m k n / (P eps_gemm). [s]"""
-    flops = 2.0 * np.asarray(m, dtype=np.float64) * np.asarray(k, dtype=np.float64) * n
-    return flops / (w.peak_matmul_flops * w.efficiency.gemm)
+    """Arithmetic part of an (m x k) @ (k x n) matmul: 2 m' k' n' / (P eps_gemm), each
+    dimension padded to the matmul tile. [s]"""
+    tile = w.efficiency.matmul_tile
+    flops = 2.0 * padded(m, tile) * padded(k, tile) * padded(n, tile)
+    return flops / (w.peak_matmul_flops * matmul_efficiency(w))
 
 
 def gemm_byte_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
@@ -39,39 +66,45 @@ def gemm_byte_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArra
     return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
 
 
-GemmShape = tuple[FloatArray, FloatArray, FloatArray, FloatArray]
+GemmShape = tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]
 
 
 def layer_gemm_shapes(w: Workload, tp: Numeric, ep: Numeric) -> list[GemmShape]:
-    """The matmuls of one layer's forward on one device as (rows per token, k, n, count).
+    """The matmuls of one layer's forward on one device as (rows per token, k, n, count,
+    slowdown).
 
     ``rows per token`` scales the token count (expert matmuls see top-k routed tokens spread
     over the local experts); ``count`` is how many such matmuls run per layer (MoE layers
-    weighted by their share of layers).
+    weighted by their share of layers); ``slowdown`` multiplies their time: routed experts
+    wait for the busiest expert and run as grouped matmuls,
+    (1 + load imbalance) / grouped-GEMM efficiency.
     """
     md = w.model
     one = np.ones(np.broadcast(tp, ep).shape)
     tp, ep = one * tp, one * ep
-    h, ffn = md.hidden_size * one, md.ffn_hidden_size * one
+    h, ffn, q_width = md.hidden_size * one, md.ffn_hidden_size * one, md.attention_width * one
     kv_width = np.maximum(md.num_kv_heads / tp, 1.0) * md.head_dim
     up = 2.0 if md.gated_mlp else 1.0
     dense = (1.0 - arithmetic.num_moe_layers(md) / md.num_layers) * one
-    shapes = [
-        (one, h, h / tp + 2 * kv_width, one),
-        (one, h / tp, h, one),
-        (one, h, up * ffn / tp, dense),
-        (one, ffn / tp, h, dense),
+    shapes: list[GemmShape] = [
+        (one, h, q_width / tp + 2 * kv_width, one, 1.0),
+        (one, q_width / tp, h, one, 1.0),
+        (one, h, up * ffn / tp, dense, 1.0),
+        (one, ffn / tp, h, dense, 1.0),
     ]
     if md.moe is not None:
+        sw = w.software
         f, moe = md.moe.expert_ffn_hidden_size * one, 1.0 - dense
         rows = md.moe.top_k * ep / md.moe.num_experts
         experts = moe * md.moe.num_experts / ep
         shared = moe * md.moe.num_shared_experts
+        routed_slowdown = (1.0 + sw.moe_load_imbalance) / sw.grouped_gemm
         shapes += [
-            (rows, h, up * f / tp, experts),
-            (rows, f / tp, h, experts),
-            (one, h, up * f / tp, shared),
-            (one, f / tp, h, shared),
+            (one, h, md.moe.num_experts * one, moe, 1.0),  # router logits
+            (rows, h, up * f / tp, experts, routed_slowdown),
+            (rows, f / tp, h, experts, routed_slowdown),
+            (one, h, up * f / tp, shared, 1.0),
+            (one, f / tp, h, shared, 1.0),
         ]
     return shapes
 
@@ -85,19 +118,19 @@ def layer_gemm_time(
     """
     flop_part: FloatArray = np.zeros(np.broadcast(tokens, tp, ep).shape)
     byte_part: FloatArray = np.zeros_like(flop_part)
-    for rows, k, n, weight in layer_gemm_shapes(w, tp, ep):
+    for rows, k, n, weight, slowdown in layer_gemm_shapes(w, tp, ep):
         m = rows * np.asarray(tokens, dtype=np.float64)
-        flop_part = flop_part + weight * gemm_flop_time(w, m, k, n)
-        byte_part = byte_part + weight * gemm_byte_time(w, m, k, n)
+        flop_part = flop_part + weight * slowdown * gemm_flop_time(w, m, k, n)
+        byte_part = byte_part + weight * slowdown * gemm_byte_time(w, m, k, n)
     return flop_part, byte_part
 
 
 def attention_forward_time(w: Workload, tokens: Numeric, tp: Numeric) -> FloatArray:
-    """FlashAttention forward of one layer: CAUSAL_FRACTION x 4 (b s/cp) s h / t FLOPs at
-    P_16 eps_attention (Dao et al. 2022). [s]
+    """FlashAttention forward of one layer: CAUSAL_FRACTION x 4 (b s/cp) s (n_heads d_head) / t
+    FLOPs at P_16 eps_attention (Dao et al. 2022). [s]
     """
     md = w.model
-    flops = 4.0 * np.asarray(tokens, dtype=np.float64) * md.seq_len * md.hidden_size / tp
+    flops = 4.0 * np.asarray(tokens, dtype=np.float64) * md.seq_len * md.attention_width / tp
     return CAUSAL_FRACTION * flops / (w.peak_attention_flops * w.efficiency.attention)
 
 
@@ -108,14 +141,25 @@ def elementwise_values_per_token(
 
     Forward: two LayerNorms (2h each), two residual adds (3h each), the activation function
     (2f, gated 3f); backward: LayerNorms 6h, residuals 6h, activation 3f (gated 5f). Values
-    of width h are split over t only with sequence parallelism; f is always split.
+    of width h are split over t only with sequence parallelism; f is always split. MoE
+    layers also permute each token to its k experts and back (read h, write k h, and the
+    reverse, in each pass: 2 (1 + k) h), and their activation functions act on the k routed
+    plus shared experts' widths instead of f.
     """
     md = w.model
     h = md.hidden_size / np.where(sequence_parallel, tp, 1.0)
-    f = md.ffn_hidden_size / np.asarray(tp, dtype=np.float64)
+    tp = np.asarray(tp, dtype=np.float64)
+    act_fwd, act_bwd = (3.0, 5.0) if md.gated_mlp else (2.0, 3.0)
+    act_width = md.ffn_hidden_size / tp
+    permute = 0.0 * h
+    if md.moe is not None:
+        share = arithmetic.num_moe_layers(md) / md.num_layers
+        routed = (md.moe.top_k + md.moe.num_shared_experts) * md.moe.expert_ffn_hidden_size
+        act_width = ((1.0 - share) * md.ffn_hidden_size + share * routed) / tp
+        permute = share * 2.0 * (1.0 + md.moe.top_k) * h
     if passes == "forward":
-        return 10.0 * h + (3.0 if md.gated_mlp else 2.0) * f
-    return 12.0 * h + (5.0 if md.gated_mlp else 3.0) * f
+        return 10.0 * h + act_fwd * act_width + permute
+    return 12.0 * h + act_bwd * act_width + permute
 
 
 def elementwise_time(
@@ -153,13 +197,16 @@ def fp8_cast_time(w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric) -> Flo
     Every matmul input is cast from 16 bits to fp8 (read 2 B, write 1 B per value): the
     activations entering each forward matmul, the output gradients entering each backward
     one, and the weights once per micro-batch (Micikevicius et al. 2022, "FP8 Formats for
-    Deep Learning", section 4; NVIDIA Transformer Engine's cast-transpose kernels). [s]
+    Deep Learning", section 4; NVIDIA Transformer Engine's cast-transpose kernels), times the
+    recipe's relative traffic (row- and block-wise scaling read each input once more). [s]
     """
     if w.precision != "fp8":
         return np.zeros(np.broadcast(tokens, tp, ep).shape)
     values = np.zeros(np.broadcast(tokens, tp, ep).shape)
     weights = np.zeros_like(values)
-    for rows, k, n, count in layer_gemm_shapes(w, tp, ep):
+    for rows, k, n, count, _ in layer_gemm_shapes(w, tp, ep):
         values = values + count * rows * np.asarray(tokens, dtype=np.float64) * (np.asarray(k) + n)
         weights = weights + count * np.asarray(k, dtype=np.float64) * n
-    return 3.0 * (values + weights) / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+    recipe = dict(w.software.fp8_recipe_casts)[w.fp8_recipe]
+    bandwidth = w.memory_bandwidth * w.efficiency.memory_bandwidth
+    return 3.0 * recipe * (values + weights) / bandwidth

@@ -104,12 +104,8 @@ def _fit_warnings(w: Workload, r: LayoutResults) -> list[str]:
     family = w.spec.family
     if not FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"]).fitted:
         notes.append(
-            f"efficiency of the {family} family is assumed, not fitted to "
-            "measurements: treat throughput as a rough guide"
-        )
-    if family == "google-tpu":
-        notes.append(
-            "TPU slice treated as one ICI domain; multi-slice (DCN) traffic is not modelled"
+            f"uncalibrated: efficiency of the {family} family is assumed, not fitted to "
+            "measurements: treat throughput as a rough guide (the uncertainty band is wider)"
         )
     return notes
 
@@ -127,6 +123,10 @@ def _throughput(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> dic
         "tflops_per_gpu": model_flops * per_gpu / 1e12,
         "mfu": model_flops * per_gpu / w.peak_matmul_flops,
         "hfu": hardware_flops * per_gpu / w.peak_matmul_flops,
+        # fp8 MFU is against the fp8 peak, so it falls as speed rises; the bf16 yardstick
+        # compares precisions and accelerators on one scale.
+        "mfu_peak": {"precision": w.precision, "tflops": w.peak_matmul_flops / 1e12},
+        "mfu_bf16": model_flops * per_gpu / w.peak_16bit_flops if w.peak_16bit_flops else None,
         "hardware_flops_per_token": hardware_flops,
     }
 

@@ -24,8 +24,9 @@ from estimator.core.workload import Workload
 class Layouts:
     """Parallel layouts, one per index: the contract's ``parallelism`` fields as arrays.
 
-    ``recompute`` is coded 0 none, 1 selective, 2 full; ``sequence_parallel`` 0/1;
-    ``virtual_stages`` is 1 for 1F1B and v > 1 for the interleaved schedule.
+    ``recompute`` is coded 0 none, 1 selective, 2 full; ``sequence_parallel`` and
+    ``activation_offload`` 0/1; ``virtual_stages`` is 1 for 1F1B and v > 1 for the
+    interleaved schedule.
     """
 
     tp: FloatArray
@@ -38,11 +39,14 @@ class Layouts:
     recompute: FloatArray
     sequence_parallel: FloatArray
     virtual_stages: FloatArray
+    activation_offload: FloatArray
 
     @classmethod
     def from_arrays(cls, **columns: Numeric) -> Layouts:
-        """Broadcast the given columns (every field required) to one common length."""
+        """Broadcast the given columns to one common length (every field required but
+        ``activation_offload``, 0 when absent)."""
         names = [f.name for f in dataclasses.fields(cls)]
+        columns = {"activation_offload": 0.0, **columns}
         arrays = np.broadcast_arrays(
             *(np.atleast_1d(np.asarray(columns[n], dtype=np.float64)) for n in names)
         )
@@ -62,6 +66,7 @@ class Layouts:
             recompute=memory.RECOMPUTE_CODES[layout.recompute],
             sequence_parallel=float(layout.sequence_parallel and layout.tp > 1),
             virtual_stages=layout.virtual_stages,
+            activation_offload=float(layout.activation_offload),
         )
 
     def __len__(self) -> int:
@@ -113,7 +118,7 @@ def _micro_batch(w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArr
     forward_elem = compute.elementwise_time(w, tokens, lay.tp, lay.sequence_parallel, "forward")
     backward_elem = compute.elementwise_time(w, tokens, lay.tp, lay.sequence_parallel, "backward")
     head_flop, head_byte = compute.lm_head_time(w, tokens, lay.tp)
-    overhead = w.software.layer_overhead_s
+    overhead = w.software.layer_overhead_s * w.efficiency.layer_overhead_scale
     casts = compute.fp8_cast_time(w, tokens, lay.tp, lay.ep)
     forward_elem, backward_elem = forward_elem + casts / 2, backward_elem + casts / 2
     forward_layer = gemm_flop + gemm_byte + attention + forward_elem
@@ -264,7 +269,7 @@ def _dp_times(
 
 def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tuple[FloatArray, ...]:
     weights, gradients, optimizer = memory.model_state_bytes(
-        w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage
+        w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage, w.offload
     )
     activations = memory.activation_bytes(
         w.model,
@@ -276,9 +281,12 @@ def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tup
         m,
         lay.virtual_stages,
         w.activation_bytes,
+        lay.activation_offload,
+        w.efficiency.logits_bytes,
     )
     tensors = weights + gradients + optimizer + activations
-    other = memory.allowance_bytes(tensors)
+    e = w.efficiency
+    other = memory.allowance_bytes(tensors, e.reserved_memory_gib * memory.GIB, e.fragmentation)
     return weights, gradients, optimizer, activations, other, tensors + other
 
 
@@ -287,6 +295,45 @@ def _optimizer_parameters(w: Workload, lay: Layouts) -> FloatArray:
     dp_cp = lay.dp * lay.cp
     sharded = lay.zero_stage >= 1
     return memory.sharded(dense, dp_cp, sharded) + memory.sharded(expert, dp_cp / lay.ep, sharded)
+
+
+def _offload_times(
+    w: Workload, lay: Layouts, tokens: FloatArray, mb: _MicroBatch
+) -> tuple[FloatArray, FloatArray]:
+    """Host-transfer time left on the critical path, (per micro-batch, per step). [s]
+
+    Activation offload copies each micro-batch's saved activations to the host during the
+    forward and back during the backward, each copy beside its pass. Parameter offload
+    streams the stage's 16-bit weights in for the forward and again for the backward.
+    Optimizer offload moves the device's gradient shard out and its updated 16-bit weights
+    back every step, and runs Adam on the host CPU (Ren et al. 2021, "ZeRO-Offload",
+    section 4.1), which replaces the device's optimizer step.
+    """
+    link, overlap = w.host_link_bandwidth, w.software.overlap
+    saved = memory.offloaded_activation_bytes(
+        w.model, tokens, lay.tp, lay.pp, lay.sequence_parallel, lay.recompute, w.activation_bytes
+    )
+    copy = np.where(lay.activation_offload > 0, saved / link, 0.0)
+    per_micro_batch = comms.exposed_time(copy, mb.forward, overlap) + comms.exposed_time(
+        copy, mb.backward + mb.recompute, overlap
+    )
+    code = memory.OFFLOAD_CODES[w.offload]
+    if code >= 2:
+        dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
+        stream = memory.bytes_per_parameter(w.precision)[0] * (dense + expert) / link
+        per_micro_batch = per_micro_batch + comms.exposed_time(stream, mb.forward, overlap)
+        per_micro_batch = per_micro_batch + comms.exposed_time(
+            stream, mb.backward + mb.recompute, overlap
+        )
+    per_step = 0.0 * copy
+    if code >= 1:
+        parameters = _optimizer_parameters(w, lay)
+        wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision)
+        cpu_adam = parameters * w.software.optimizer_bytes_per_parameter
+        per_step = (
+            parameters * (wbytes + gbytes) / link + cpu_adam / w.software.cpu_adam_bytes_per_s
+        )
+    return per_micro_batch, per_step
 
 
 def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
@@ -304,8 +351,12 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
     serial_comm = _context_and_expert_time(w, lay, tokens, layers, mb)
     serial_comm = serial_comm + _pipeline_p2p_time(w, lay, tokens)
     dp_gross, dp_exposed = _dp_times(w, lay, m, mb)
-    optimizer = compute.optimizer_time(w, _optimizer_parameters(w, lay))
-    busy = mb.forward + mb.backward + mb.recompute + tp_comm
+    offload_micro_batch, offload_step = _offload_times(w, lay, tokens, mb)
+    if w.offload == "none":
+        optimizer = compute.optimizer_time(w, _optimizer_parameters(w, lay))
+    else:
+        optimizer = offload_step
+    busy = mb.forward + mb.backward + mb.recompute + tp_comm + offload_micro_batch
     bubble = (lay.pp - 1) / lay.virtual_stages * busy
     exposed = m * serial_comm + dp_exposed
     jitter = w.margins.network_jitter * (m * tp_comm + exposed)

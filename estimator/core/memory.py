@@ -21,10 +21,13 @@ from estimator.core._types import FloatArray, Numeric
 from estimator.core.scenario import ModelConfig
 
 GIB = 1024.0**3
-#: CUDA context, cuBLAS/cuDNN workspaces and NCCL buffers, per device. [B]
+#: CUDA context, cuBLAS/cuDNN workspaces and NCCL buffers, per GPU (the default of
+#: :class:`~estimator.core.calibration.Efficiency`; TPUs hold less). [B]
 FIXED_ALLOWANCE_BYTES = 2.0 * GIB
-#: Caching-allocator fragmentation, as a fraction of the tensors it holds. [1]
+#: Caching-allocator fragmentation, as a fraction of the tensors it holds (GPU default). [1]
 FRAGMENTATION = 0.05
+#: Offload modes as integer codes: what ``training.offload`` keeps in host memory.
+OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer_and_params": 2}
 #: Recompute modes as integer codes (array-friendly).
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 
@@ -34,16 +37,16 @@ def bytes_per_parameter(precision: str) -> tuple[float, float, float]:
 
     Parameters
     ----------
-    precision : {'fp32', 'fp16', 'bf16', 'fp8'}
+    precision : {'fp32', 'tf32', 'fp16', 'bf16', 'fp8'}
 
     Returns
     -------
     tuple of float
-        (weights, gradients, optimizer): (4, 4, 8) for fp32 (Adam m and v); (2, 2, 12) for
+        (weights, gradients, optimizer): (4, 4, 8) for fp32 and tf32 (Adam m and v); (2, 2, 12) for
         mixed precision (16-bit weights and gradients; fp32 master copy, m and v). fp8
         training keeps 16-bit weights and gradients (the fp8 casts are transient). [B]
     """
-    return (4.0, 4.0, 8.0) if precision == "fp32" else (2.0, 2.0, 12.0)
+    return (4.0, 4.0, 8.0) if precision in ("fp32", "tf32") else (2.0, 2.0, 12.0)
 
 
 def layers_per_stage(num_layers: int, pp: Numeric) -> FloatArray:
@@ -115,6 +118,7 @@ def model_state_bytes(
     dp_cp: Numeric,
     ep: Numeric,
     zero_stage: Numeric,
+    offload: str = "none",
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Weights, gradients and optimizer state per device under ZeRO stages 0-3.
 
@@ -122,6 +126,11 @@ def model_state_bytes(
     over the ``dp_cp`` ranks that hold the same parameters (Rajbhandari et al. 2020, fig. 1:
     (2 + 2 + 12) Psi / N_d at stage 3). Routed experts shard over dp_cp / ep ranks. Stage 3
     keeps two unsharded layers for prefetching, never more than the unsharded weights.
+
+    Offload (Ren et al. 2021, "ZeRO-Offload", section 4): ``optimizer`` keeps the fp32
+    master weights and Adam moments in host memory (none on the device);
+    ``optimizer_and_params`` also the 16-bit weights, of which the device holds only the
+    two layers being used and prefetched (ZeRO-Infinity, FSDP CPU offload).
 
     Returns
     -------
@@ -140,7 +149,11 @@ def model_state_bytes(
     prefetch = 2.0 * w_b * sum(layer_parameters_per_device(model, tp, ep))
     full_weights = w_b * (dense + expert)
     weights = np.minimum(full_weights, w_b * shard(3) + np.where(zero_stage >= 3, prefetch, 0.0))
-    return weights, g_b * shard(2), o_b * shard(1)
+    code = OFFLOAD_CODES[offload]
+    if code >= 2:
+        weights = np.minimum(full_weights, prefetch)
+    optimizer = o_b * shard(1) if code == 0 else 0.0 * weights
+    return weights, g_b * shard(2), optimizer
 
 
 def activation_bytes_per_layer(
@@ -191,7 +204,7 @@ def activation_bytes_per_layer(
     masks = 2.0 if dropout else 0.0
     outside = tokens * h * (4 * e + masks) / np.where(sequence_parallel, tp, 1.0)
     kv_width = np.maximum(model.num_kv_heads / tp, 1.0) * model.head_dim
-    attention = tokens * e * (2 * h / tp + 2 * kv_width)
+    attention = tokens * e * (2 * model.attention_width / tp + 2 * kv_width)
     mlp = tokens * e * _mlp_values_per_token(model) / tp
     scores = tokens * heads * model.seq_len * (2 * e + masks / 2) / tp
     stored = (
@@ -228,13 +241,14 @@ def micro_batches_in_flight(
     return np.where(pp == 1, 1.0, np.maximum(in_flight, 1.0))
 
 
-def logits_bytes(model: ModelConfig, tokens: Numeric, tp: Numeric) -> FloatArray:
-    """fp32 logits kept for the cross-entropy backward on the last stage, 4 s b V / t.
-
-    (Korthikanti et al. 2022, section 4.3.) [B]
+def logits_bytes(
+    model: ModelConfig, tokens: Numeric, tp: Numeric, bytes_per_logit: float = 4.0
+) -> FloatArray:
+    """Logits kept for the cross-entropy backward on the last stage, e s b V / t; fp32
+    (e = 4) in PyTorch frameworks (Korthikanti et al. 2022, section 4.3). [B]
     """
     return (
-        4.0
+        bytes_per_logit
         * np.asarray(tokens, dtype=np.float64)
         * model.vocab_size
         / np.asarray(tp, dtype=np.float64)
@@ -251,9 +265,14 @@ def activation_bytes(
     num_micro_batches: Numeric,
     virtual_stages: Numeric,
     bytes_per_value: float = 2.0,
+    offloaded: Numeric = 0.0,
+    bytes_per_logit: float = 4.0,
 ) -> FloatArray:
     """Peak activation memory of the most loaded stage (first: in-flight micro-batches;
     last: the logits), plus one layer's full working set under full recompute. [B]
+
+    With ``offloaded`` the saved activations live in host memory; the device keeps the
+    layer being computed and the one being copied (2 layers of one micro-batch).
     """
     layers = layers_per_stage(model.num_layers, pp)
     per_layer = activation_bytes_per_layer(
@@ -265,13 +284,38 @@ def activation_bytes(
         0.0,
     )
     in_flight = micro_batches_in_flight(pp, num_micro_batches, virtual_stages)
-    first = in_flight * layers * per_layer + working
-    last = layers * per_layer + working + logits_bytes(model, tokens, tp)
-    return np.maximum(first, last)
+    on_host = np.asarray(offloaded) > 0
+    first = np.where(on_host, np.minimum(layers, 2.0), in_flight * layers) * per_layer + working
+    last = np.where(on_host, np.minimum(layers, 2.0), layers) * per_layer + working
+    return np.maximum(first, last + logits_bytes(model, tokens, tp, bytes_per_logit))
 
 
-def allowance_bytes(tensor_bytes: Numeric) -> FloatArray:
-    """Memory outside tensors the model accounts for: a fixed 2 GiB (CUDA context, library
-    workspaces, NCCL buffers) plus 5 % fragmentation of the caching allocator. [B]
+def offloaded_activation_bytes(
+    model: ModelConfig,
+    tokens: Numeric,
+    tp: Numeric,
+    pp: Numeric,
+    sequence_parallel: Numeric,
+    recompute: Numeric,
+    bytes_per_value: float = 2.0,
+) -> FloatArray:
+    """Saved activations of one micro-batch on the busiest stage, the volume an activation
+    offload copies to the host in the forward pass and back in the backward pass. [B]
     """
-    return FIXED_ALLOWANCE_BYTES + FRAGMENTATION * np.asarray(tensor_bytes, dtype=np.float64)
+    layers = layers_per_stage(model.num_layers, pp)
+    per_layer = activation_bytes_per_layer(
+        model, tokens, tp, sequence_parallel, recompute, bytes_per_value
+    )
+    return layers * per_layer
+
+
+def allowance_bytes(
+    tensor_bytes: Numeric,
+    reserved_bytes: float = FIXED_ALLOWANCE_BYTES,
+    fragmentation: float = FRAGMENTATION,
+) -> FloatArray:
+    """Memory outside tensors the model accounts for: a fixed reserve (2 GiB on GPUs: CUDA
+    context, library workspaces, NCCL buffers) plus the allocator's fragmentation (5 % of
+    the tensors with PyTorch's caching allocator). [B]
+    """
+    return reserved_bytes + fragmentation * np.asarray(tensor_bytes, dtype=np.float64)

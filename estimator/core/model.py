@@ -22,10 +22,11 @@ def attention_parameters(model: ModelConfig) -> int:
     Returns
     -------
     int
-        2 h^2 + 2 h (n_kv d_head). [parameters]
+        2 h (n_heads d_head) + 2 h (n_kv d_head); 2 h^2 + 2 h (n_kv d_head) when
+        d_head = h / n_heads. [parameters]
     """
     kv_width = model.num_kv_heads * model.head_dim
-    return 2 * model.hidden_size**2 + 2 * model.hidden_size * kv_width
+    return 2 * model.hidden_size * model.attention_width + 2 * model.hidden_size * kv_width
 
 
 def mlp_parameters(hidden_size: int, ffn_hidden_size: int, gated: bool) -> int:
@@ -96,10 +97,11 @@ def attention_flops_per_token(model: ModelConfig) -> float:
     Returns
     -------
     float
-        12 l h s: forward QK^T and AV are 2 s h FLOPs each per token and layer, backward
-        twice that (Narayanan et al. 2021, eq. 3, the s/6h term). [FLOP/token]
+        12 l (n_heads d_head) s: forward QK^T and AV are 2 s n_heads d_head FLOPs each per
+        token and layer, backward twice that (Narayanan et al. 2021, eq. 3, the s/6h term,
+        where n_heads d_head = h). [FLOP/token]
     """
-    return 12.0 * model.num_layers * model.hidden_size * model.seq_len
+    return 12.0 * model.num_layers * model.attention_width * model.seq_len
 
 
 def model_flops_per_token(model: ModelConfig) -> float:

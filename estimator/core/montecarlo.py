@@ -5,9 +5,13 @@ failure rate. :func:`monte_carlo` runs that estimate once (the layout search too
 ``parallelism: "auto"``) and then re-evaluates the last, cheap stage of the model for many
 samples of the inputs nobody knows exactly:
 
-* the two margins of the step time, ``framework_overhead`` and ``network_jitter`` (uniform);
-* the achieved efficiency, a lognormal factor on the step time whose spread is the
-  estimator's own error against published runs (``docs/accuracy.md``);
+* the two margins of the step time, ``framework_overhead`` and ``network_jitter``, uniform
+  around the scenario's own values (+-:data:`MARGIN_SPREAD`, never below 0), so the margins
+  a user sets move the percentiles as they move the deterministic figure;
+* the achieved efficiency, a lognormal factor (median 1) on the step time whose spread is
+  the estimator's out-of-sample error on the accelerator's family: leave-one-source-out
+  over published runs (``docs/accuracy.md``), wider for a family with few or no
+  measurements (:func:`~estimator.core.calibration.family_sigma`);
 * the interruption rate, a lognormal multiplier on the single Llama 3 data point that
   :mod:`estimator.core.goodput` rests on, and the restart time (uniform);
 * the cluster's utilisation, the share of wall clock the job actually runs (uniform).
@@ -30,20 +34,16 @@ import numpy as np
 import numpy.typing as npt
 
 from estimator.core._types import FloatArray
+from estimator.core.calibration import family_sigma
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import SECONDS_PER_DAY, estimate
 from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR, goodput
 from estimator.core.scenario import Margins, Scenario
 from estimator.core.validation import validate_scenario
 
-#: P90 of |predicted / measured - 1| of ``tokens_per_s_per_gpu`` over the 254 published runs
-#: with a stated layout (``docs/accuracy.md``).
-CALIBRATION_P90_ABS_ERROR = 0.125
-#: Phi^-1(0.95): |Z| <= 1.6449 with probability 0.90 for a standard normal Z.
-_Z_TWO_SIDED_90 = 1.6448536269514722
-#: Log-sd of the achieved-efficiency factor, ln(1.125) / 1.6449 = 0.0716: a lognormal with
-#: median 1 whose |log error| has the calibration's P90.
-EFFICIENCY_SIGMA = math.log1p(CALIBRATION_P90_ABS_ERROR) / _Z_TWO_SIDED_90
+#: Half-width of the uniform range each margin is sampled in, around the scenario's value:
+#: frameworks of one generation differ by about this much in overhead. [1]
+MARGIN_SPREAD = 0.05
 #: Samples whose goodput is evaluated between two progress reports.
 PROGRESS_CHUNK = 1000
 #: Most samples in one run (a few seconds and ~0.5 GB at the top; 4,000 is plenty for P90).
@@ -66,14 +66,16 @@ class Uncertainty:
 
     Parameters
     ----------
-    framework_overhead : (float, float)
-        Uniform range of the fraction added to the step time. The calibration sits at the
-        low end (0.10): runs rarely beat the frameworks the model was fitted on. [1]
-    network_jitter : (float, float)
-        Uniform range of the fraction added to critical-path communication. [1]
-    efficiency_sigma : float
+    framework_overhead : (float, float), optional
+        Uniform range of the fraction added to the step time; None (default) samples the
+        scenario's own ``margins.framework_overhead`` +- :data:`MARGIN_SPREAD`. [1]
+    network_jitter : (float, float), optional
+        Uniform range of the fraction added to critical-path communication; None (default)
+        samples the scenario's ``margins.network_jitter`` +- :data:`MARGIN_SPREAD`. [1]
+    efficiency_sigma : float, optional
         Log-sd of the achieved-efficiency factor (lognormal, median 1) that divides the
-        throughput; the default :data:`EFFICIENCY_SIGMA` is the calibration error. [1]
+        throughput; None (default) takes the family's out-of-sample error
+        (:func:`~estimator.core.calibration.family_sigma`). [1]
     failure_rate_sigma : float
         Log-sd of the multiplier (lognormal, median 1) on the interruption rate
         :data:`~estimator.core.goodput.FAILURES_PER_DEVICE_HOUR`, a single published run. [1]
@@ -84,19 +86,39 @@ class Uncertainty:
         windows); 0 < low, high <= 1. The default (1, 1) leaves the schedule alone. [1]
     """
 
-    framework_overhead: Range = (0.10, 0.15)
-    network_jitter: Range = (0.05, 0.10)
-    efficiency_sigma: float = EFFICIENCY_SIGMA
+    framework_overhead: Range | None = None
+    network_jitter: Range | None = None
+    efficiency_sigma: float | None = None
     failure_rate_sigma: float = 0.5
     restart_s: Range = (300.0, 1200.0)
     utilisation: Range = (1.0, 1.0)
 
     def __post_init__(self) -> None:
         for name, (lowest, highest) in _RANGE_LIMITS.items():
-            value = _checked_range(name, getattr(self, name), lowest, highest)
-            object.__setattr__(self, name, value)
+            if getattr(self, name) is not None:
+                value = _checked_range(name, getattr(self, name), lowest, highest)
+                object.__setattr__(self, name, value)
         for name, highest in _SIGMA_LIMITS.items():
-            object.__setattr__(self, name, _checked_sigma(name, getattr(self, name), highest))
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, _checked_sigma(name, getattr(self, name), highest))
+
+    def resolved(self, margins: Margins, family: str) -> Uncertainty:
+        """These distributions with every default filled in for one scenario: margins
+        around its own values, the efficiency spread of its accelerator family."""
+
+        def around(value: float) -> Range:
+            return max(0.0, value - MARGIN_SPREAD), value + MARGIN_SPREAD
+
+        return Uncertainty(
+            framework_overhead=self.framework_overhead or around(margins.framework_overhead),
+            network_jitter=self.network_jitter or around(margins.network_jitter),
+            efficiency_sigma=(
+                family_sigma(family) if self.efficiency_sigma is None else self.efficiency_sigma
+            ),
+            failure_rate_sigma=self.failure_rate_sigma,
+            restart_s=self.restart_s,
+            utilisation=self.utilisation,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         """The distributions, JSON-serialisable (ranges as ``[low, high]`` lists)."""
@@ -192,7 +214,10 @@ def step_time(
 
 def _draw(rng: np.random.Generator, u: Uncertainty, n: int) -> dict[str, FloatArray]:
     # Fixed order, every variable drawn even when its range is collapsed: a seed's stream
-    # does not depend on which inputs are uncertain.
+    # does not depend on which inputs are uncertain. ``u`` is resolved (no None left).
+    assert u.framework_overhead is not None
+    assert u.network_jitter is not None
+    assert u.efficiency_sigma is not None
     return {
         "framework_overhead": rng.uniform(*u.framework_overhead, n),
         "network_jitter": rng.uniform(*u.network_jitter, n),
@@ -229,6 +254,8 @@ def _goodput_samples(
 def _margin_warnings(margins: Margins, u: Uncertainty) -> list[str]:
     notes = []
     for name in ("framework_overhead", "network_jitter"):
+        if getattr(u, name) is None:
+            continue
         value, (low, high) = getattr(margins, name), getattr(u, name)
         if not low <= value <= high:
             notes.append(
@@ -298,17 +325,19 @@ def monte_carlo(
         For an invalid scenario, ``seed`` or ``samples``; ``.key`` names the field.
     """
     seed, samples = _count("seed", seed, 0), _count("samples", samples, 1, MAX_SAMPLES)
-    u = Uncertainty() if uncertainty is None else uncertainty
+    requested = Uncertainty() if uncertainty is None else uncertainty
     valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
+    u = requested.resolved(valid.margins, valid.cluster.spec.family)
     baseline = estimate(valid) if baseline is None else baseline
     core, communication = split_step_time(baseline, valid.margins)
     draws = _draw(np.random.default_rng(seed), u, samples)
     steps = step_time(core, communication, draws["framework_overhead"], draws["network_jitter"])
     num_gpus = valid.cluster.num_gpus
     useful = _goodput_samples(float(baseline["parameters"]), num_gpus, draws, progress)
-    seconds = valid.training.tokens * steps * draws["efficiency"] / baseline["tokens_per_step"]
-    days = seconds / (useful * draws["utilisation"]) / SECONDS_PER_DAY
-    warnings = _margin_warnings(valid.margins, u)
+    seconds_per_token = steps * draws["efficiency"] / baseline["tokens_per_step"]
+    days = valid.training.tokens * seconds_per_token / (useful * draws["utilisation"])
+    days = days / SECONDS_PER_DAY
+    warnings = _margin_warnings(valid.margins, requested)
     if not baseline["fits_in_memory"]:
         warnings.append("the layout does not fit in accelerator memory; it cannot run as is")
     return {
@@ -316,9 +345,11 @@ def monte_carlo(
         "samples": samples,
         "uncertainty": u.as_dict(),
         "deterministic": {
+            "tokens_per_s_per_gpu": baseline["tokens_per_s_per_gpu"],
             "training_days": baseline["training_days"],
             "gpu_hours": baseline["gpu_hours"],
         },
+        "tokens_per_s_per_gpu": percentiles(1.0 / (seconds_per_token * num_gpus)),
         "training_days": percentiles(days),
         "gpu_hours": percentiles(days * 24.0 * num_gpus),
         "parallelism": baseline["parallelism"],
@@ -328,11 +359,36 @@ def monte_carlo(
 
 
 __all__ = [
-    "CALIBRATION_P90_ABS_ERROR",
-    "EFFICIENCY_SIGMA",
+    "MARGIN_SPREAD",
     "Uncertainty",
+    "estimate_with_uncertainty",
     "monte_carlo",
     "percentiles",
     "split_step_time",
     "step_time",
 ]
+
+
+def estimate_with_uncertainty(
+    scenario: Mapping[str, Any] | Scenario, *, seed: int = 1, samples: int = 4000
+) -> dict[str, Any]:
+    """:func:`estimate` plus the Monte Carlo's P10/P50/P90 (``estimate --uncertainty``).
+
+    Returns
+    -------
+    dict
+        Every key of :func:`estimate`, plus ``percentiles`` (``tokens_per_s_per_gpu``,
+        ``training_days``, ``gpu_hours``, each ``p10``, ``p50``, ``p90``) and
+        ``uncertainty`` (``samples``, ``seed`` and the distributions sampled); the Monte
+        Carlo's own warnings are appended to ``warnings``.
+    """
+    valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
+    result = estimate(valid)
+    spread = monte_carlo(valid, seed=seed, samples=samples, baseline=result)
+    keys = ("tokens_per_s_per_gpu", "training_days", "gpu_hours")
+    result["percentiles"] = {
+        key: {p: spread[key][p] for p in ("p10", "p50", "p90")} for key in keys
+    }
+    result["uncertainty"] = {"samples": samples, "seed": seed, **spread["uncertainty"]}
+    result["warnings"] = [*result["warnings"], *spread["warnings"]]
+    return result

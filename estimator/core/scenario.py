@@ -11,7 +11,13 @@ from estimator.core.catalog import AcceleratorSpec
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 PIPELINE_SCHEDULES = ("1f1b", "interleaved")
-TRAINING_PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
+#: "fp32" is true FP32 matmuls; "tf32" keeps FP32 storage with TF32 tensor-core matmuls.
+TRAINING_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
+#: fp8 scaling granularity: one scale per tensor (Transformer Engine delayed or current
+#: scaling), per row (torchao rowwise) or per block of 32-128 values (MXFP8, DeepSeek-style).
+FP8_RECIPES = ("tensorwise", "rowwise", "blockwise")
+#: What lives in host memory instead of the accelerator's (ZeRO-Offload, FSDP CPU offload).
+OFFLOAD_MODES = ("none", "optimizer", "optimizer_and_params")
 
 
 @dataclass(frozen=True)
@@ -40,11 +46,18 @@ class ModelConfig:
     seq_len: int
     tied_embeddings: bool
     moe: MoEConfig | None = None
+    #: Width of one attention head; hidden_size / num_attention_heads unless the model
+    #: decouples them (Gemma, Qwen3, many MaxText configs). [elements]
+    head_dim: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.head_dim:
+            object.__setattr__(self, "head_dim", self.hidden_size // self.num_attention_heads)
 
     @property
-    def head_dim(self) -> int:
-        """Width of one attention head. [elements]"""
-        return self.hidden_size // self.num_attention_heads
+    def attention_width(self) -> int:
+        """Width of the concatenated query heads, num_attention_heads x head_dim. [elements]"""
+        return self.num_attention_heads * self.head_dim
 
 
 @dataclass(frozen=True)
@@ -54,6 +67,8 @@ class TrainingConfig:
     tokens: float
     global_batch_size: int
     precision: str
+    fp8_recipe: str = "tensorwise"
+    offload: str = "none"
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,8 @@ class ClusterConfig:
     num_gpus: int
     gpus_per_node: int
     spec: AcceleratorSpec
+    #: TPU slices joined over the data-centre network (multislice); 1 for GPUs.
+    num_slices: int = 1
 
 
 @dataclass(frozen=True)
@@ -81,6 +98,9 @@ class ParallelismConfig:
     sequence_parallel: bool = False
     pipeline_schedule: str = "1f1b"
     virtual_stages: int = 1
+    #: Saved activations are copied to host memory and back (MaxText offload remat policies,
+    #: Megatron activation offloading), overlapped with compute.
+    activation_offload: bool = False
 
     def as_dict(self) -> dict[str, object]:
         """The layout in the contract's ``parallelism`` shape."""
@@ -96,6 +116,7 @@ class ParallelismConfig:
             "sequence_parallel": self.sequence_parallel,
             "pipeline_schedule": self.pipeline_schedule,
             "virtual_stages": self.virtual_stages,
+            "activation_offload": self.activation_offload,
         }
 
 

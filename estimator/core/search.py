@@ -185,6 +185,7 @@ def layouts_from_columns(columns: Mapping[str, IntArray]) -> Layouts:
         recompute=c["recompute"],
         sequence_parallel=c["tp"] > 1,
         virtual_stages=c["virtual_stages"],
+        activation_offload=0.0,
     )
 
 

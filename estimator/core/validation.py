@@ -13,6 +13,8 @@ from typing import Any
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
 from estimator.core.scenario import (
+    FP8_RECIPES,
+    OFFLOAD_MODES,
     PIPELINE_SCHEDULES,
     RECOMPUTE_MODES,
     TRAINING_PRECISIONS,
@@ -102,13 +104,18 @@ def _show(value: Any) -> str:
 MODEL_KEYS = (
     "name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
     "ffn_hidden_size", "gated_mlp", "vocab_size", "seq_len", "tied_embeddings", "moe",
+    "head_dim",
 )  # fmt: skip
+TRAINING_KEYS = (
+    "tokens", "global_batch_size", "precision", "fp8_recipe", "method", "optimizer", "offload",
+)  # fmt: skip
+CLUSTER_KEYS = ("accelerator", "num_gpus", "gpus_per_node", "accelerator_spec", "num_slices")
 MOE_KEYS = (
     "num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts", "moe_layer_every",
 )  # fmt: skip
 PARALLELISM_KEYS = (
     "tp", "pp", "dp", "cp", "ep", "micro_batch_size", "zero_stage", "recompute",
-    "sequence_parallel", "pipeline_schedule", "virtual_stages",
+    "sequence_parallel", "pipeline_schedule", "virtual_stages", "activation_offload",
 )  # fmt: skip
 
 
@@ -151,17 +158,18 @@ def _model(data: Any) -> ModelConfig:
         seq_len=s.integer("seq_len"),
         tied_embeddings=s.boolean("tied_embeddings", False),
         moe=_moe(s.raw("moe", None), layers),
+        head_dim=s.integer("head_dim") if s.raw("head_dim", None) is not None else 0,
     )
-    _check_heads(model)
+    _check_heads(model, explicit_head_dim=s.raw("head_dim", None) is not None)
     return model
 
 
-def _check_heads(model: ModelConfig) -> None:
-    if model.hidden_size % model.num_attention_heads:
+def _check_heads(model: ModelConfig, explicit_head_dim: bool) -> None:
+    if not explicit_head_dim and model.hidden_size % model.num_attention_heads:
         raise ScenarioError(
             "model.hidden_size",
             f"must be divisible by num_attention_heads = "
-            f"{model.num_attention_heads}, got {model.hidden_size}",
+            f"{model.num_attention_heads} (or give model.head_dim), got {model.hidden_size}",
         )
     if model.num_kv_heads > model.num_attention_heads or (
         model.num_attention_heads % model.num_kv_heads
@@ -174,20 +182,33 @@ def _check_heads(model: ModelConfig) -> None:
 
 
 def _training(data: Any, spec: AcceleratorSpec) -> TrainingConfig:
-    s = _Section(data, "training", ("tokens", "global_batch_size", "precision"))
+    s = _Section(data, "training", TRAINING_KEYS)
     training = TrainingConfig(
         tokens=s.number("tokens", low=1.0, high=1e18),
         global_batch_size=s.integer("global_batch_size"),
         precision=s.choice("precision", TRAINING_PRECISIONS),
+        fp8_recipe=s.choice("fp8_recipe", FP8_RECIPES, "tensorwise"),
+        offload=s.choice("offload", OFFLOAD_MODES, "none"),
     )
-    wanted = ("tf32", "fp32") if training.precision == "fp32" else (training.precision,)
-    if not any(p in spec.peak_tflops for p in wanted):
+    _check_method(s)
+    if training.precision not in spec.peak_tflops:
         have = ", ".join(sorted(spec.peak_tflops)) or "none"
         raise ScenarioError(
             "training.precision",
             f"{spec.id} has no {training.precision} peak in the catalog (has: {have})",
         )
     return training
+
+
+def _check_method(s: _Section) -> None:
+    """Full training with AdamW is what the estimator models; say so for anything else."""
+    method = s.raw("method", {"type": "full"})
+    if not isinstance(method, Mapping) or method.get("type", "full") != "full":
+        raise ScenarioError(
+            "training.method",
+            f"only full training ({{'type': 'full'}}) is modelled, got {method!r}",
+        )
+    s.choice("optimizer", ("adamw",), "adamw")
 
 
 def _accelerator(s: _Section) -> AcceleratorSpec:
@@ -209,14 +230,25 @@ def _accelerator(s: _Section) -> AcceleratorSpec:
 
 
 def _cluster(data: Any) -> ClusterConfig:
-    s = _Section(data, "cluster", ("accelerator", "num_gpus", "gpus_per_node", "accelerator_spec"))
+    s = _Section(data, "cluster", CLUSTER_KEYS)
     spec = _accelerator(s)
-    return ClusterConfig(
+    cluster = ClusterConfig(
         accelerator=spec.id,
         num_gpus=s.integer("num_gpus", maximum=MAX_DEVICES),
         gpus_per_node=s.integer("gpus_per_node", spec.devices_per_node),
         spec=spec,
+        num_slices=s.integer("num_slices", 1),
     )
+    if cluster.num_slices > 1 and spec.family != "google-tpu":
+        raise ScenarioError(
+            "cluster.num_slices", "only TPU slices are joined over DCN; GPUs use gpus_per_node"
+        )
+    if cluster.num_gpus % cluster.num_slices:
+        raise ScenarioError(
+            "cluster.num_slices",
+            f"must divide cluster.num_gpus = {cluster.num_gpus}, got {cluster.num_slices}",
+        )
+    return cluster
 
 
 def _parallelism(data: Any) -> ParallelismConfig | None:
@@ -239,6 +271,7 @@ def _parallelism(data: Any) -> ParallelismConfig | None:
         sequence_parallel=s.boolean("sequence_parallel", tp > 1),
         pipeline_schedule=schedule,
         virtual_stages=s.integer("virtual_stages", 1),
+        activation_offload=s.boolean("activation_offload", False),
     )
     if layout.zero_stage > 3:
         raise ScenarioError(

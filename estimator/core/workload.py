@@ -23,12 +23,17 @@ class Workload:
     Attributes
     ----------
     peak_matmul_flops : float
-        Dense peak for the training precision's matmuls (fp32 uses TF32 where present). [FLOP/s]
+        Dense peak for the training precision's matmuls (true FP32 for 'fp32', TF32 tensor
+        cores for 'tf32'). [FLOP/s]
     peak_attention_flops : float
         Dense peak for attention and other 16-bit work (fp8 training keeps attention in
         bf16). [FLOP/s]
     node_size : int
         Devices in one fast (NVLink-class) domain; a TPU slice is one ICI domain.
+    peak_16bit_flops : float
+        Dense 16-bit peak, the common yardstick of MFU across precisions. [FLOP/s]
+    host_link_bandwidth : float
+        Device-to-host copy bandwidth, one direction. [B/s]
     """
 
     model: ModelConfig
@@ -37,12 +42,16 @@ class Workload:
     software: Software
     margins: Margins
     precision: str
+    fp8_recipe: str
+    offload: str
     global_batch_size: int
     tokens: float
     num_gpus: int
     node_size: int
     peak_matmul_flops: float
     peak_attention_flops: float
+    peak_16bit_flops: float
+    host_link_bandwidth: float
     memory_bandwidth: float
     intra_node_bandwidth: float
     inter_node_bandwidth: float
@@ -53,16 +62,19 @@ class Workload:
 
 def matmul_peak_tflops(spec: AcceleratorSpec, precision: str) -> float:
     """Dense peak used for matmuls at a training precision. [TFLOP/s]"""
-    if precision == "fp32":
-        return spec.peak_tflops.get("tf32", spec.peak_tflops.get("fp32", 0.0))
     return spec.peak_tflops.get(precision, 0.0)
+
+
+def peak_16bit_tflops(spec: AcceleratorSpec) -> float:
+    """Dense bf16 (else fp16) peak: MFU against it compares precisions. [TFLOP/s]"""
+    return spec.peak_tflops.get("bf16", spec.peak_tflops.get("fp16", 0.0))
 
 
 def attention_peak_tflops(spec: AcceleratorSpec, precision: str) -> float:
     """Dense peak for attention: 16-bit for fp8 training (no fp8 FlashAttention). [TFLOP/s]"""
     if precision != "fp8":
         return matmul_peak_tflops(spec, precision)
-    return spec.peak_tflops.get("bf16", spec.peak_tflops.get("fp16", 0.0))
+    return peak_16bit_tflops(spec)
 
 
 def build_workload(
@@ -72,23 +84,28 @@ def build_workload(
     spec, cluster = scenario.cluster.spec, scenario.cluster
     precision = scenario.training.precision
     is_tpu = spec.family == TPU_FAMILY
+    efficiency = efficiency or efficiency_for(spec.family)
     return Workload(
         model=scenario.model,
         spec=spec,
-        efficiency=efficiency or efficiency_for(spec.family),
+        efficiency=efficiency,
         software=software or SOFTWARE,
         margins=scenario.margins,
         precision=precision,
+        fp8_recipe=scenario.training.fp8_recipe,
+        offload=scenario.training.offload,
         global_batch_size=scenario.training.global_batch_size,
         tokens=scenario.training.tokens,
         num_gpus=cluster.num_gpus,
-        node_size=cluster.num_gpus if is_tpu else cluster.gpus_per_node,
+        node_size=cluster.num_gpus // cluster.num_slices if is_tpu else cluster.gpus_per_node,
         peak_matmul_flops=matmul_peak_tflops(spec, precision) * 1e12,
         peak_attention_flops=attention_peak_tflops(spec, precision) * 1e12,
+        peak_16bit_flops=peak_16bit_tflops(spec) * 1e12,
+        host_link_bandwidth=efficiency.host_link_gbs * 1e9,
         memory_bandwidth=spec.memory_bandwidth_tbs * 1e12,
         intra_node_bandwidth=spec.intra_node_bandwidth_gbs * 1e9,
         inter_node_bandwidth=spec.inter_node_bandwidth_gbps * 1e9 / 8.0,
-        activation_bytes=4.0 if precision == "fp32" else 2.0,
+        activation_bytes=4.0 if precision in ("fp32", "tf32") else 2.0,
         parameters=float(arithmetic.total_parameters(scenario.model)),
         active_parameters=float(arithmetic.active_parameters(scenario.model)),
     )

@@ -71,11 +71,18 @@ def run_figures(run: EstimationRun) -> dict[str, Any] | None:
     result, budget = run.result, run.budget
     memory = result["memory_per_gpu_gib"]
     capacity = float(result["accelerator_memory_gib"])
+    montecarlo = run.montecarlo or {}
+    mfu_bf16 = result.get("mfu_bf16")
     return {
         "budget": budget,
         "days": budget["training_days"],
         "converted": budget.get("converted"),
         "mfu_percent": result["mfu"] * 100,
+        "mfu_precision": (result.get("mfu_peak") or {}).get("precision", "bf16").upper(),
+        "mfu_bf16_percent": None if mfu_bf16 is None else mfu_bf16 * 100,
+        "throughput_band": montecarlo.get("tokens_per_s_per_gpu"),
+        "efficiency_sigma": (montecarlo.get("uncertainty") or {}).get("efficiency_sigma"),
+        "warnings": [*result.get("warnings", []), *montecarlo.get("warnings", [])],
         "hfu_percent": result["hfu"] * 100,
         "goodput_percent": result.get("goodput", 1.0) * 100,
         "result": result,

@@ -69,10 +69,13 @@ def test_tpu_slice_is_one_fast_domain() -> None:
     assert any("assumed, not fitted" in w for w in warnings)
 
 
-def test_fp32_uses_tf32_peak_and_fp8_keeps_attention_in_bf16() -> None:
+def test_fp32_is_true_fp32_tf32_uses_tensor_cores_and_fp8_keeps_attention_in_bf16() -> None:
     fp32 = build_workload(validate_scenario(scenario(SMALL, training={"precision": "fp32"})))
-    assert fp32.peak_matmul_flops == 494.5e12
+    assert fp32.peak_matmul_flops == 67e12  # H100 SXM FP32 (no tensor cores)
     assert fp32.activation_bytes == 4.0
+    tf32 = build_workload(validate_scenario(scenario(SMALL, training={"precision": "tf32"})))
+    assert tf32.peak_matmul_flops == 494.5e12
+    assert tf32.activation_bytes == 4.0
     fp8 = build_workload(validate_scenario(scenario(SMALL, training={"precision": "fp8"})))
     assert fp8.peak_matmul_flops == 1978.9e12
     assert fp8.peak_attention_flops == 989.4e12

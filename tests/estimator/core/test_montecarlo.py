@@ -15,15 +15,18 @@ import pytest
 from numpy.testing import assert_allclose
 
 from estimator.core import ScenarioError, estimate
+from estimator.core.calibration import family_sigma
 from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR, goodput
 from estimator.core.montecarlo import (
-    EFFICIENCY_SIGMA,
+    MARGIN_SPREAD,
     Uncertainty,
+    estimate_with_uncertainty,
     monte_carlo,
     percentiles,
     split_step_time,
 )
 from estimator.core.scenario import Margins
+from estimator.core.validation import validate_scenario
 
 from .scenarios import GPT3_175B, SMALL, scenario
 
@@ -75,6 +78,7 @@ def test_monte_carlo_collapsed_ranges_reproduce_estimate(base: dict) -> None:
     result = monte_carlo(base, seed=3, samples=500, uncertainty=COLLAPSED)
     expected = estimate(base)
     assert result["deterministic"] == {
+        "tokens_per_s_per_gpu": expected["tokens_per_s_per_gpu"],
         "training_days": expected["training_days"],
         "gpu_hours": expected["gpu_hours"],
     }
@@ -139,9 +143,10 @@ def test_monte_carlo_default_p50_within_analytic_bounds() -> None:
     days = det X k G / u, with u = 1 and independent factors:
 
     * X = step / step_0 = (core + j C)(1 + o) / ((core + 0.05 C) 1.10) lies in
-      [1, (1.15 / 1.10)(1.10 / 1.05)], because o >= 0.10, j >= 0.05 and core >= C
-      (core contains C), which puts the largest jitter ratio at core = C;
-    * k, the efficiency factor, lognormal with log-sd sigma_e;
+      [(1.05 / 1.10)(1 / 1.05), (1.15 / 1.10)(1.10 / 1.05)], because o is sampled in
+      0.10 +- 0.05, j in 0.05 +- 0.05 and core >= C (core contains C), which puts the
+      extreme jitter ratios at core = C;
+    * k, the efficiency factor, lognormal with log-sd sigma_e (the family's);
     * G = g_0 / g(m lambda, R), increasing in the failure multiplier m (log-sd sigma_f)
       and in the restart time R in [300, 1200] s.
 
@@ -151,8 +156,10 @@ def test_monte_carlo_default_p50_within_analytic_bounds() -> None:
     and det a exp(z sigma_e) g_0 / g(e^(z sigma_f) lambda, 1200). 1 % slack covers the
     sampling error of a median of 4000 samples (~0.2 %).
     """
-    u = Uncertainty()
-    result = monte_carlo(GPT3_175B, seed=11, uncertainty=u)
+    family = validate_scenario(GPT3_175B).cluster.spec.family
+    u = Uncertainty().resolved(Margins(), family)
+    assert u.efficiency_sigma is not None
+    result = monte_carlo(GPT3_175B, seed=11, uncertainty=Uncertainty())
     days = result["training_days"]
     assert days["p10"] <= days["p50"] <= days["p90"]
     base = estimate(GPT3_175B)
@@ -163,23 +170,26 @@ def test_monte_carlo_default_p50_within_analytic_bounds() -> None:
         return base["goodput"] / goodput(base["parameters"], 1024, restart, rate).goodput
 
     margin_max = (1.15 / 1.10) * (1.10 / 1.05)
+    margin_min = (1.05 / 1.10) * (1.00 / 1.05)
     upper = margin_max * math.exp(z * u.efficiency_sigma) * goodput_factor(1.0, 1200.0)
-    lower = math.exp(-z * u.efficiency_sigma) * goodput_factor(-1.0, 300.0)
+    lower = margin_min * math.exp(-z * u.efficiency_sigma) * goodput_factor(-1.0, 300.0)
     assert lower * 0.99 * base["training_days"] <= days["p50"]
     assert days["p50"] <= upper * 1.01 * base["training_days"]
     assert_allclose(result["gpu_hours"]["p50"], days["p50"] * 24 * 1024, rtol=1e-9)
 
 
-def test_monte_carlo_efficiency_spread_is_the_calibration_error() -> None:
-    # sigma_e = ln(1.125) / Phi^-1(0.95): P90 |log k| is the calibration's P90 |error|.
-    z95 = NormalDist().inv_cdf(0.95)
-    assert_allclose(EFFICIENCY_SIGMA, math.log(1.125) / z95, rtol=1e-12)
-    result = monte_carlo(SMALL, seed=5, uncertainty=collapsed(efficiency_sigma=EFFICIENCY_SIGMA))
+def test_monte_carlo_efficiency_spread_is_the_familys_out_of_sample_error() -> None:
+    family = validate_scenario(SMALL).cluster.spec.family
+    sigma = family_sigma(family)
+    assert Uncertainty().resolved(Margins(), family).efficiency_sigma == sigma
+    result = monte_carlo(SMALL, seed=5, uncertainty=collapsed(efficiency_sigma=None))
     days = result["training_days"]
-    # P90 / P50 of a lognormal is exp(Phi^-1(0.9) sigma); sampling error ~0.2 % here.
-    spread = math.exp(NormalDist().inv_cdf(0.9) * EFFICIENCY_SIGMA)
-    assert_allclose(days["p90"] / days["p50"], spread, rtol=0.01)
-    assert_allclose(days["p50"], estimate(SMALL)["training_days"], rtol=0.01)
+    # P90 / P50 of a lognormal is exp(Phi^-1(0.9) sigma); sampling error ~1 % here.
+    spread = math.exp(NormalDist().inv_cdf(0.9) * sigma)
+    assert_allclose(days["p90"] / days["p50"], spread, rtol=0.02)
+    assert_allclose(days["p50"], estimate(SMALL)["training_days"], rtol=0.02)
+    speed = result["tokens_per_s_per_gpu"]
+    assert_allclose(speed["p50"] / speed["p10"], spread, rtol=0.02)
 
 
 @pytest.mark.parametrize(
@@ -268,19 +278,83 @@ def test_monte_carlo_output_is_json_with_documented_keys() -> None:
     result = monte_carlo(SMALL, seed=0, samples=100)
     assert set(result) == {
         "seed", "samples", "uncertainty", "deterministic", "training_days", "gpu_hours",
-        "parallelism", "warnings", "estimator_version",
+        "tokens_per_s_per_gpu", "parallelism", "warnings", "estimator_version",
     }  # fmt: skip
     assert set(result["training_days"]) == set(QUANTILES) == set(result["gpu_hours"])
-    assert result["uncertainty"] == Uncertainty().as_dict()
+    family = validate_scenario(SMALL).cluster.spec.family
+    assert result["uncertainty"] == Uncertainty().resolved(Margins(), family).as_dict()
     assert (result["seed"], result["samples"], result["warnings"]) == (0, 100, [])
     json.dumps(result, allow_nan=False)
 
 
-def test_monte_carlo_warns_when_scenario_margin_outside_range() -> None:
+def test_monte_carlo_warns_when_scenario_margin_outside_a_given_range() -> None:
     base = scenario(SMALL, margins={"framework_overhead": 0.3})
-    warnings = monte_carlo(base, seed=0, samples=10)["warnings"]
+    assert monte_carlo(base, seed=0, samples=10)["warnings"] == []
+    u = Uncertainty(framework_overhead=(0.10, 0.15))
+    warnings = monte_carlo(base, seed=0, samples=10, uncertainty=u)["warnings"]
     assert len(warnings) == 1
     assert "margins.framework_overhead" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    "margins",
+    [
+        {"framework_overhead": 0.10, "network_jitter": 0.05},
+        {"framework_overhead": 0.30, "network_jitter": 0.20},
+        {"framework_overhead": 0.0, "network_jitter": 0.0},
+        {"framework_overhead": 0.02, "network_jitter": 0.5},
+    ],
+)
+@pytest.mark.parametrize("base", [SMALL, GPT3_175B])
+def test_monte_carlo_samples_around_the_scenarios_own_margins(base: dict, margins: dict) -> None:
+    """The default samples centre on the scenario's margins: P50 stays within the
+    margin spread of the deterministic figure and P90 never falls below it."""
+    data = scenario(base, margins=margins)
+    result = monte_carlo(data, seed=3, samples=2000)
+    deterministic = estimate(data)["training_days"]
+    days = result["training_days"]
+    assert days["p90"] >= deterministic
+    assert days["p10"] <= deterministic
+    overhead = 1.0 + margins["framework_overhead"]
+    assert abs(days["p50"] / deterministic - 1.0) <= MARGIN_SPREAD / overhead + 0.03
+    low, high = result["uncertainty"]["framework_overhead"]
+    assert (low, high) == (
+        max(0.0, margins["framework_overhead"] - MARGIN_SPREAD),
+        margins["framework_overhead"] + MARGIN_SPREAD,
+    )
+
+
+def test_monte_carlo_larger_margins_move_every_percentile() -> None:
+    small = monte_carlo(GPT3_175B, seed=2, samples=2000)
+    large = monte_carlo(
+        scenario(GPT3_175B, margins={"framework_overhead": 0.30, "network_jitter": 0.20}),
+        seed=2,
+        samples=2000,
+    )
+    for q in ("p10", "p50", "p90"):
+        assert large["training_days"][q] > 1.15 * small["training_days"][q]
+
+
+def test_estimate_with_uncertainty_follows_the_contract() -> None:
+    result = estimate_with_uncertainty(SMALL, seed=1, samples=500)
+    base = estimate(SMALL)
+    assert {k: v for k, v in result.items() if k not in ("percentiles", "uncertainty")} == base
+    assert set(result["percentiles"]) == {"tokens_per_s_per_gpu", "training_days", "gpu_hours"}
+    for figure, bands in result["percentiles"].items():
+        assert set(bands) == {"p10", "p50", "p90"}
+        assert bands["p10"] <= base[figure] <= bands["p90"]
+    assert (result["uncertainty"]["samples"], result["uncertainty"]["seed"]) == (500, 1)
+
+
+def test_cli_estimate_uncertainty_prints_percentiles(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(SMALL), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "estimator", "estimate", "--uncertainty", str(path)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    printed = json.loads(done.stdout)
+    assert printed == json.loads(json.dumps(estimate_with_uncertainty(SMALL)))
 
 
 def test_percentiles_match_numpy() -> None:

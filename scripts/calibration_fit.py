@@ -1,0 +1,319 @@
+"""Fit each accelerator family's efficiency parameters and cross-validate them by source.
+
+Used by ``scripts/accuracy_report.py`` (``--fit`` writes ``estimator/data/calibration.json``).
+
+* The cases are the shared ones (``../shared/calibration/cases.jsonl``) and the project's
+  (``estimator/calibration/cases/*.jsonl``), in the same JSON Lines format.
+* A case's *source* is the publication it comes from: the first word of its id
+  (``foundry``, ``narayanan21``, ``maxtext``, ``mlperf``...), so the rows of one paper or
+  one README stand or fall together.
+* A family's fit minimises the source-balanced mean |ln(predicted / measured)| of its
+  stated-layout cases, each capped at ln 1.5: each source weighs the same, whatever its row
+  count, so one large table does not decide the fit alone, and rows missed by more than
+  50 % (a cause no efficiency explains) stop pulling. Nelder-Mead in log space, from the
+  family's prior.
+* Leave-one-source-out: for every source, refit every family without it and predict its
+  cases (stated and ``"auto"`` layouts). A family whose only source is left out falls back
+  to its prior, which is what a user of an unmeasured family gets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from estimator.core import ScenarioError, calibration, estimate, validate_scenario
+from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.scenario import Scenario
+from estimator.core.workload import build_workload
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT_CASES = ROOT / "estimator" / "calibration" / "cases"
+#: Phi^-1(0.9): a lognormal with this log-sd puts 80 % of its mass within +-1.2816 sigma.
+Z_80 = 1.2815515655446004
+#: Flags that keep a case out of the fit and the scores (the scenario cannot express it).
+EXCLUDED_FLAGS = ("int8_training",)
+#: The smallest spread a family is given, however well its few sources agree.
+MIN_SIGMA = 0.05
+
+
+def parameters_for(family: str, cases: Sequence[Prepared]) -> tuple[str, ...]:
+    """The efficiency fields fitted for a family, given which kinds of case it has."""
+    names = ["gemm", "attention"]
+    if any(c.scenario.training.precision == "fp8" for c in cases):
+        if any(c.scenario.training.precision != "fp8" for c in cases):
+            names.append("fp8_gemm")
+        else:  # fp8 only: one matmul figure, the bf16 one keeps the prior's ratio
+            names = ["fp8_gemm", "attention"]
+    if family == "google-tpu":
+        names.append("intra_node_bandwidth")
+    return tuple(names)
+
+
+def load_cases(shared_file: Path, project_dir: Path = PROJECT_CASES) -> list[dict[str, Any]]:
+    """Every case of the shared file and of the project's ``*.jsonl`` files, in order."""
+    files = [shared_file, *sorted(project_dir.glob("*.jsonl"))]
+    cases = []
+    for path in files:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                case = json.loads(line)
+                case["_file"] = path.name
+                cases.append(case)
+    return cases
+
+
+def unscored_reason(case: dict[str, Any]) -> str | None:
+    """Why a case does not count (None when it does): no measured throughput, an
+    excluding flag, or a scenario the estimator refuses (e.g. an accelerator it lacks)."""
+    if not case.get("measured", {}).get("tokens_per_s_per_gpu"):
+        return "no measured tokens/s"
+    flags = set(case.get("flags") or ()) & set(EXCLUDED_FLAGS)
+    if flags:
+        return f"flag {sorted(flags)[0]}"
+    try:
+        validate_scenario(case["scenario"])
+    except ScenarioError as error:
+        return f"{error.key}: {error.reason}"
+    return None
+
+
+def scored(case: dict[str, Any]) -> bool:
+    """Whether a case counts (see :func:`unscored_reason`)."""
+    return unscored_reason(case) is None
+
+
+def source_of(case: dict[str, Any]) -> str:
+    """The publication a case comes from: the first word of its id."""
+    return str(case["id"]).split("-", 1)[0]
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A stated-layout case with its validated scenario, ready to evaluate quickly."""
+
+    case: dict[str, Any]
+    scenario: Scenario
+    measured: float
+
+    @property
+    def family(self) -> str:
+        return self.scenario.cluster.spec.family
+
+    @property
+    def source(self) -> str:
+        return source_of(self.case)
+
+
+def prepare(cases: Sequence[dict[str, Any]]) -> list[Prepared]:
+    """The stated-layout cases that count, validated once."""
+    return [
+        Prepared(c, validate_scenario(c["scenario"]), float(c["measured"]["tokens_per_s_per_gpu"]))
+        for c in cases
+        if scored(c) and c["scenario"].get("parallelism") != "auto"
+    ]
+
+
+def predict(case: Prepared, efficiency: calibration.Efficiency) -> float:
+    """Predicted tokens/s/GPU of a stated-layout case under ``efficiency``."""
+    workload = build_workload(case.scenario, efficiency)
+    layout = case.scenario.parallelism
+    assert layout is not None
+    result = evaluate_layouts(workload, Layouts.single(layout))
+    return float(result.tokens_per_step[0] / result.step_time[0] / workload.num_gpus)
+
+
+#: |log error| beyond which a case stops pulling the fit (ln 1.5): a row the model misses
+#: by more than 50 % has a cause no efficiency fraction fixes (docs/accuracy.md names them).
+LOSS_CAP = math.log(1.5)
+
+
+def balanced_loss(errors: Sequence[float], sources: Sequence[str]) -> float:
+    """Mean over sources of the mean capped |log error| of each source's cases."""
+    by_source: dict[str, list[float]] = defaultdict(list)
+    for error, source in zip(errors, sources, strict=True):
+        by_source[source].append(min(abs(error), LOSS_CAP))
+    return float(np.mean([np.mean(v) for v in by_source.values()]))
+
+
+def nelder_mead(
+    loss: Callable[[np.ndarray], float], start: Sequence[float], iterations: int = 160
+) -> tuple[np.ndarray, float]:
+    """Plain Nelder-Mead (reflection 1, expansion 2, contraction 1/2, shrink 1/2)."""
+    points = [np.asarray(start, dtype=float)]
+    points += [points[0] + 0.15 * np.eye(len(start))[i] for i in range(len(start))]
+    values = [loss(p) for p in points]
+    for _ in range(iterations):
+        order = np.argsort(values)
+        points, values = [points[i] for i in order], [values[i] for i in order]
+        if values[-1] - values[0] < 1e-7:
+            break
+        centre = np.mean(points[:-1], axis=0)
+        reflected = centre + (centre - points[-1])
+        f_reflected = loss(reflected)
+        if f_reflected < values[0]:
+            expanded = centre + 2 * (centre - points[-1])
+            f_expanded = loss(expanded)
+            best = (expanded, f_expanded) if f_expanded < f_reflected else (reflected, f_reflected)
+            points[-1], values[-1] = best
+        elif f_reflected < values[-2]:
+            points[-1], values[-1] = reflected, f_reflected
+        else:
+            contracted = centre + 0.5 * (points[-1] - centre)
+            f_contracted = loss(contracted)
+            if f_contracted < values[-1]:
+                points[-1], values[-1] = contracted, f_contracted
+            else:
+                points = [points[0] + 0.5 * (p - points[0]) for p in points]
+                values = [loss(p) for p in points]
+    winner = int(np.argmin(values))
+    return points[winner], values[winner]
+
+
+#: Bounds of every fitted field (fractions of a peak; link efficiency may exceed 1 on a
+#: torus, where a collective drives several links at once).
+BOUNDS = {
+    "gemm": (0.2, 0.98),
+    "fp8_gemm": (0.2, 0.98),
+    "attention": (0.05, 0.98),
+    "intra_node_bandwidth": (0.1, 4.0),
+}
+
+
+def _with(prior: calibration.Efficiency, names: Sequence[str], x: np.ndarray) -> Any:
+    values: dict[str, Any] = {}
+    for name, log_value in zip(names, x, strict=True):
+        low, high = BOUNDS[name]
+        values[name] = float(np.clip(math.exp(log_value), low, high))
+    return dataclasses.replace(prior, **values)
+
+
+def fit_family(
+    family: str, cases: Sequence[Prepared], start_from: dict[str, float] | None = None
+) -> dict[str, float]:
+    """Fitted fields of one family on its stated-layout cases (empty without cases),
+    starting from the prior or from ``start_from`` (an earlier fit, to converge sooner)."""
+    if not cases:
+        return {}
+    prior = calibration.PRIORS.get(family, calibration.PRIORS["generic"])
+    names = parameters_for(family, cases)
+    begin = {n: getattr(prior, n) or prior.gemm for n in names} | (start_from or {})
+    start = [math.log(begin[n]) for n in names]
+    sources = [c.source for c in cases]
+
+    def loss(x: np.ndarray) -> float:
+        efficiency = _with(prior, names, x)
+        errors = [math.log(predict(c, efficiency) / c.measured) for c in cases]
+        return balanced_loss(errors, sources)
+
+    best, _ = nelder_mead(loss, start)
+    fitted = dataclasses.asdict(_with(prior, names, best))
+    return {n: round(float(fitted[n]), 4) for n in names}
+
+
+def fit_all(
+    cases: Sequence[Prepared], start_from: dict[str, dict[str, float]] | None = None
+) -> dict[str, dict[str, float]]:
+    """Fitted fields of every family that has cases."""
+    by_family: dict[str, list[Prepared]] = defaultdict(list)
+    for case in cases:
+        by_family[case.family].append(case)
+    start_from = start_from or {}
+    return {
+        family: fit_family(family, mine, start_from.get(family))
+        for family, mine in sorted(by_family.items())
+    }
+
+
+def efficiencies(fits: dict[str, dict[str, float]]) -> dict[str, calibration.Efficiency]:
+    """The family table a set of fits gives (priors where a family has no fit)."""
+    return {
+        family: calibration.with_fitted(prior, fits.get(family) or {})
+        for family, prior in calibration.PRIORS.items()
+    }
+
+
+@contextlib.contextmanager
+def families_in_force(table: dict[str, calibration.Efficiency]) -> Iterator[None]:
+    """Make ``estimate`` (and its layout search) use ``table`` for the duration."""
+    saved = dict(calibration.FAMILY_EFFICIENCY)
+    calibration.FAMILY_EFFICIENCY.update(table)
+    try:
+        yield
+    finally:
+        calibration.FAMILY_EFFICIENCY.clear()
+        calibration.FAMILY_EFFICIENCY.update(saved)
+
+
+def predict_case(case: dict[str, Any], table: dict[str, calibration.Efficiency]) -> float | None:
+    """Predicted tokens/s/GPU of any case (``"auto"`` through the search); None on error."""
+    with families_in_force(table):
+        try:
+            return float(estimate(case["scenario"])["tokens_per_s_per_gpu"])
+        except Exception:
+            return None
+
+
+def leave_one_source_out(
+    cases: Sequence[dict[str, Any]], progress: Callable[[str], None] | None = None
+) -> dict[str, float | None]:
+    """Out-of-sample prediction of every scored case: fitted without its own source."""
+    counted = [c for c in cases if scored(c)]
+    prepared = prepare(counted)
+    whole = fit_all(prepared)
+    out: dict[str, float | None] = {}
+    for source in sorted({source_of(c) for c in counted}):
+        if progress is not None:
+            progress(source)
+        table = efficiencies(fit_all([p for p in prepared if p.source != source], whole))
+        for case in counted:
+            if source_of(case) == source:
+                out[case["id"]] = predict_case(case, table)
+    return out
+
+
+def family_spread(errors: Sequence[float]) -> tuple[float, float]:
+    """(sigma, bias) of out-of-sample log errors: P80 of |e| / Phi^-1(0.9), median e."""
+    if not errors:
+        return calibration.UNMEASURED_SIGMA, 0.0
+    sigma = float(np.percentile(np.abs(errors), 80)) / Z_80
+    return max(sigma, MIN_SIGMA), float(np.median(errors))
+
+
+def fit_record(
+    cases: Sequence[dict[str, Any]], out_of_sample: dict[str, float | None]
+) -> dict[str, Any]:
+    """The content of ``estimator/data/calibration.json``: fits and out-of-sample spreads."""
+    counted = [c for c in cases if scored(c)]
+    prepared = prepare(counted)
+    fits = fit_all(prepared)
+    families: dict[str, Any] = {}
+    family_of = {c["id"]: validate_scenario(c["scenario"]).cluster.spec.family for c in counted}
+    for family in sorted(set(family_of.values())):
+        mine = [c for c in counted if family_of[c["id"]] == family]
+        errors = [
+            math.log(p / float(c["measured"]["tokens_per_s_per_gpu"]))
+            for c in mine
+            if (p := out_of_sample.get(c["id"])) is not None and p > 0
+        ]
+        sigma, bias = family_spread(errors)
+        families[family] = {
+            "fitted": fits.get(family, {}),
+            "cases": len(mine),
+            "sources": len({source_of(c) for c in mine}),
+            "sigma": round(sigma, 4),
+            "bias": round(bias, 4),
+        }
+    return {
+        "generated_by": "scripts/accuracy_report.py --fit",
+        "cases": len(counted),
+        "families": families,
+    }
