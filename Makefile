@@ -36,8 +36,8 @@ lint: install
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy .
 
-accuracy: install  ## score the estimator on ../shared/calibration and rewrite docs/accuracy.md
-	$(PY) scripts/accuracy_report.py
+accuracy: install  ## refit every family, cross-validate by source, rewrite docs/accuracy.md
+	$(PY) scripts/accuracy_report.py --fit
 
 bench: install  ## print the estimator's speed figures
 	$(PY) benchmarks/bench_estimator.py

@@ -35,7 +35,12 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import calibration_fit as fitting  # noqa: E402
 
-from estimator.core import calibration, estimate, validate_scenario  # noqa: E402
+from estimator.core import (  # noqa: E402
+    ScenarioError,
+    calibration,
+    estimate,
+    validate_scenario,
+)
 
 
 @dataclasses.dataclass
@@ -335,7 +340,10 @@ def search_gains(cases: list[dict]) -> list[SearchGain]:
         if scenario.get("parallelism") == "auto":
             continue
         stated = estimate(scenario)["tokens_per_s_per_gpu"]
-        searched = estimate({**scenario, "parallelism": "auto"})
+        try:
+            searched = estimate({**scenario, "parallelism": "auto"})
+        except ScenarioError:  # no layout of the search fits (e.g. an odd device count)
+            continue
         gains.append(
             SearchGain(case, stated, searched["tokens_per_s_per_gpu"], searched["parallelism"])
         )

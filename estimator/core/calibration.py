@@ -57,6 +57,13 @@ class Efficiency:
     native_block_fp8 : bool
         Whether block-scaled fp8 (MXFP8) runs in the tensor cores (Blackwell) rather than
         in software around per-tensor matmuls.
+    tp_overlap : float
+        Share of the tensor-parallel collectives hidden behind the matmuls they feed
+        (chunked and pipelined: Megatron-LM's --tp-comm-overlap, PyTorch async TP, XLA's
+        collective matmul); 0 when they block. [1]
+    compiler_remat : bool
+        Whether the compiler rematerialises activations that do not fit instead of
+        failing (XLA on TPU), trading memory for recompute time. [1]
     layer_overhead_scale : float
         Multiplies the software's per-layer fixed overhead: 1 for eager PyTorch frameworks
         (kernel launches, hooks), about 0.1 where XLA compiles the whole step into a few
@@ -82,6 +89,8 @@ class Efficiency:
     fragmentation: float = 0.05
     host_link_gbs: float = 25.0
     native_block_fp8: bool = False
+    tp_overlap: float = 0.0
+    compiler_remat: bool = False
     layer_overhead_scale: float = 1.0
     logits_bytes: float = 4.0
     fitted: tuple[str, ...] = ()
@@ -188,6 +197,7 @@ PRIORS: dict[str, Efficiency] = {
         fragmentation=0.0,
         layer_overhead_scale=0.1,
         logits_bytes=2.0,
+        compiler_remat=True,
     ),
     "intel-gaudi": _prior(_UNKNOWN_SCALE, intra_node_bandwidth=0.70),
     "aws-trainium": _prior(_UNKNOWN_SCALE, intra_node_bandwidth=0.70),
@@ -251,6 +261,26 @@ def with_fitted(prior: Efficiency, fitted: Mapping[str, float]) -> Efficiency:
     return dataclasses.replace(prior, **changes, fitted=tuple(sorted(fitted)))
 
 
+#: The family whose bf16 / fp8 matmul ratio stands in for families measured only in fp8.
+FP8_REFERENCE_FAMILY = "nvidia-hopper"
+
+
+def with_bf16_from_fp8(table: Mapping[str, Efficiency]) -> dict[str, Efficiency]:
+    """Give a family measured only in fp8 a bf16 matmul fraction: its fp8 fraction times
+    the bf16 / fp8 ratio of the reference family measured in both (the previous NVIDIA
+    generation), never below its prior. Families with a bf16 fit are left alone."""
+    reference = table.get(FP8_REFERENCE_FAMILY)
+    if reference is None or not {"gemm", "fp8_gemm"} <= set(reference.fitted):
+        return dict(table)
+    ratio = reference.gemm / reference.fp8_gemm
+    out = dict(table)
+    for family, efficiency in table.items():
+        if "fp8_gemm" in efficiency.fitted and "gemm" not in efficiency.fitted:
+            gemm = max(efficiency.gemm, min(0.95, efficiency.fp8_gemm * ratio))
+            out[family] = dataclasses.replace(efficiency, gemm=round(gemm, 4))
+    return out
+
+
 def _calibrated(family: str, prior: Efficiency) -> Efficiency:
     fit = FAMILY_FITS.get(family)
     if fit is None or not fit.fitted:
@@ -260,9 +290,9 @@ def _calibrated(family: str, prior: Efficiency) -> Efficiency:
 
 #: Families with measurements carry fitted values; the rest are priors, flagged in every
 #: estimate's warnings.
-FAMILY_EFFICIENCY: dict[str, Efficiency] = {
-    family: _calibrated(family, prior) for family, prior in PRIORS.items()
-}
+FAMILY_EFFICIENCY: dict[str, Efficiency] = with_bf16_from_fp8(
+    {family: _calibrated(family, prior) for family, prior in PRIORS.items()}
+)
 
 SOFTWARE = Software()
 

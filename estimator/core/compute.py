@@ -60,9 +60,11 @@ def gemm_flop_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArra
 
 
 def gemm_byte_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
-    """Memory part of the same matmul: e (m k + k n + m n) / (W eps_mem). [s]"""
+    """Memory part of the same matmul: (e_in (m k + k n) + e m n) / (W eps_mem), with
+    1-byte inputs for fp8 matmuls (their output stays 16-bit) and e_in = e otherwise. [s]"""
     m, k = np.asarray(m, dtype=np.float64), np.asarray(k, dtype=np.float64)
-    moved = w.activation_bytes * (m * k + k * n + m * n)
+    inputs = 1.0 if w.precision == "fp8" else w.activation_bytes
+    moved = inputs * (m * k + k * n) + w.activation_bytes * m * n
     return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
 
 
@@ -194,11 +196,14 @@ def optimizer_time(w: Workload, parameters: Numeric) -> FloatArray:
 def fp8_cast_time(w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric) -> FloatArray:
     """Quantisation traffic of fp8 training for one layer and micro-batch (0 otherwise).
 
-    Every matmul input is cast from 16 bits to fp8 (read 2 B, write 1 B per value): the
-    activations entering each forward matmul, the output gradients entering each backward
-    one, and the weights once per micro-batch (Micikevicius et al. 2022, "FP8 Formats for
-    Deep Learning", section 4; NVIDIA Transformer Engine's cast-transpose kernels), times the
-    recipe's relative traffic (row- and block-wise scaling read each input once more). [s]
+    Frameworks fuse the cast of each matmul input into the kernel that produces it (the
+    LayerNorm, the activation function, the previous matmul's epilogue: NVIDIA Transformer
+    Engine's LayerNormLinear and cast-transpose kernels), so activations and output
+    gradients cost only the transposed fp8 copy Hopper's fp8 matmuls need for the
+    weight-gradient product (write 1 B, read it back: 2 B per value). Weights are cast once
+    per micro-batch (read 2 B, write 1 B and its 1 B transpose: 4 B per value). The recipe
+    scales the traffic (row- and block-wise scaling read each input once more for its amax)
+    (Micikevicius et al. 2022, "FP8 Formats for Deep Learning", section 4). [s]
     """
     if w.precision != "fp8":
         return np.zeros(np.broadcast(tokens, tp, ep).shape)
@@ -209,4 +214,4 @@ def fp8_cast_time(w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric) -> Flo
         weights = weights + count * np.asarray(k, dtype=np.float64) * n
     recipe = dict(w.software.fp8_recipe_casts)[w.fp8_recipe]
     bandwidth = w.memory_bandwidth * w.efficiency.memory_bandwidth
-    return 3.0 * recipe * (values + weights) / bandwidth
+    return recipe * (2.0 * values + 4.0 * weights) / bandwidth

@@ -77,7 +77,7 @@ class Layouts:
 class LayoutResults:
     """Per-layout results; memory in bytes, times in seconds per optimizer step.
 
-    The step time is compute + recompute + tp_communication + pp_bubble +
+    The step time is compute + recompute + tp_communication (its exposed part) + pp_bubble +
     exposed_communication + overheads; ``dp_communication`` is the gross data-parallel
     traffic time, of which only the part in ``exposed_communication`` costs time.
     """
@@ -336,6 +336,35 @@ def _offload_times(
     return per_micro_batch, per_step
 
 
+def _compiler_remat(
+    w: Workload,
+    lay: Layouts,
+    tokens: FloatArray,
+    layers: FloatArray,
+    m: FloatArray,
+    mb: _MicroBatch,
+    parts: tuple[FloatArray, ...],
+) -> tuple[_MicroBatch, tuple[FloatArray, ...]]:
+    """XLA's rematerialisation pass: where the saved activations do not fit, the compiler
+    recomputes more of the forward instead of failing (XLA HLO rematerialization, run when a
+    program exceeds the device's memory). The share f of the gap between the layout's
+    activations and those of full recomputation that must go is dropped, and f of the
+    extra recompute time is paid: a linear interpolation towards full recomputation.
+    """
+    full = dataclasses.replace(lay, recompute=np.full_like(lay.recompute, 2.0))
+    full_parts = _memory(w, full, tokens, m)
+    capacity = w.spec.memory_gib * memory.GIB
+    gap = parts[5] - full_parts[5]
+    over = parts[5] - capacity
+    share = np.where((over > 0) & (gap > 0), np.clip(over / np.where(gap > 0, gap, 1.0), 0, 1), 0)
+    if not np.any(share > 0):
+        return mb, parts
+    full_recompute = _micro_batch(w, full, tokens, layers).recompute
+    mb = dataclasses.replace(mb, recompute=mb.recompute + share * (full_recompute - mb.recompute))
+    mixed = tuple(p - share * (p - f) for p, f in zip(parts, full_parts, strict=True))
+    return mb, mixed
+
+
 def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
     """Memory and step time of every layout in ``lay`` for the scenario ``w``.
 
@@ -347,7 +376,16 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
     tokens = lay.micro_batch_size * w.model.seq_len / lay.cp
     layers = memory.layers_per_stage(w.model.num_layers, lay.pp)
     mb = _micro_batch(w, lay, tokens, layers)
-    tp_comm = _tp_time(w, lay, tokens, layers)
+    memory_parts = _memory(w, lay, tokens, m)
+    if w.efficiency.compiler_remat:
+        mb, memory_parts = _compiler_remat(w, lay, tokens, layers, m, mb, memory_parts)
+    # Tensor-parallel collectives split into chunks and pipelined with the matmuls they feed
+    # (Megatron-LM --tp-comm-overlap, PyTorch async TP, XLA collective matmul): a share
+    # tp_overlap of them hides behind the matmul time (Wang et al. 2022, "Overlap
+    # Communication with Dependent Computation via Decomposition", ASPLOS '23).
+    tp_comm = comms.exposed_time(
+        _tp_time(w, lay, tokens, layers), mb.forward + mb.backward, w.efficiency.tp_overlap
+    )
     serial_comm = _context_and_expert_time(w, lay, tokens, layers, mb)
     serial_comm = serial_comm + _pipeline_p2p_time(w, lay, tokens)
     dp_gross, dp_exposed = _dp_times(w, lay, m, mb)
@@ -362,7 +400,6 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
     jitter = w.margins.network_jitter * (m * tp_comm + exposed)
     base = m * busy + bubble + exposed + optimizer + jitter
     overheads = jitter + w.margins.framework_overhead * base
-    memory_parts = _memory(w, lay, tokens, m)
     return LayoutResults(
         num_micro_batches=m,
         tokens_per_step=m * lay.dp * lay.micro_batch_size * w.model.seq_len,

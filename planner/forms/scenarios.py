@@ -21,7 +21,13 @@ from planner.models import Scenario
 from pricing import selectors as pricing_selectors
 
 CUSTOM = "custom"
-PRECISIONS = (("bf16", "BF16"), ("fp16", "FP16"), ("fp8", "FP8"), ("fp32", "FP32 / TF32"))
+PRECISIONS = (
+    ("bf16", "BF16"),
+    ("fp16", "FP16"),
+    ("fp8", "FP8"),
+    ("tf32", "TF32 (FP32 storage, tensor-core matmuls)"),
+    ("fp32", "FP32 (true FP32, no tensor cores)"),
+)
 RECOMPUTE = (("none", "None"), ("selective", "Selective"), ("full", "Full"))
 ZERO_STAGES = (
     ("0", "0 (none)"),

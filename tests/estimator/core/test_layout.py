@@ -66,7 +66,13 @@ def test_tpu_slice_is_one_fast_domain() -> None:
     )
     warnings = estimate(data)["warnings"]
     assert not any("TP group spans nodes" in w for w in warnings)
-    assert any("assumed, not fitted" in w for w in warnings)
+
+
+def test_only_a_family_without_measurements_is_flagged_uncalibrated() -> None:
+    measured = estimate(SMALL)["warnings"]
+    assert not any("uncalibrated" in w for w in measured)
+    unmeasured = estimate(scenario(SMALL, cluster={"accelerator": "Trainium2", "num_gpus": 16}))
+    assert any(w.startswith("uncalibrated: ") for w in unmeasured["warnings"])
 
 
 def test_fp32_is_true_fp32_tf32_uses_tensor_cores_and_fp8_keeps_attention_in_bf16() -> None:

@@ -71,6 +71,28 @@ def test_the_run_page_shows_the_figures_needed_to_reproduce_it(
     assert 'data-testid="step-breakdown"' in body
 
 
+def test_the_run_page_shows_the_throughput_band_and_what_mfu_is_measured_against(
+    requester: User, estimated: EstimationRun
+) -> None:
+    body = _client(requester).get(estimated.get_absolute_url()).content.decode()
+    band = (estimated.montecarlo or {})["tokens_per_s_per_gpu"]
+    assert band["p10"] < (estimated.result or {})["tokens_per_s_per_gpu"] < band["p90"]
+    assert 'data-testid="throughput-band"' in body
+    assert f"P10 {band['p10']:,.0f}" in body
+    precision = (estimated.result or {})["mfu_peak"]["precision"].upper()
+    assert f"against the {precision} peak" in body
+
+
+def test_the_monte_carlos_warnings_reach_the_run_page(
+    requester: User, estimated: EstimationRun
+) -> None:
+    montecarlo = dict(estimated.montecarlo or {})
+    montecarlo["warnings"] = ["margins.network_jitter = 0.5 lies outside the sampled range"]
+    EstimationRun.objects.filter(pk=estimated.pk).update(montecarlo=montecarlo)
+    body = _client(requester).get(estimated.get_absolute_url()).content.decode()
+    assert "margins.network_jitter = 0.5 lies outside the sampled range" in body
+
+
 def test_a_failed_run_shows_its_reason_and_is_retried_with_the_same_seed(
     requester: User, scenario: Scenario, django_capture_on_commit_callbacks: Capture
 ) -> None:

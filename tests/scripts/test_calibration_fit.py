@@ -1,0 +1,125 @@
+"""scripts/calibration_fit.py: the case files, the source-balanced loss, the spread, and the
+generated fit the estimator runs on (no database)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from statistics import NormalDist
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose
+
+from estimator.core import calibration
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import calibration_fit as fitting  # noqa: E402
+
+CASE_KEYS = {"id", "source", "hardware_row", "scenario", "measured", "measured_basis", "quality",
+             "notes", "flags"}  # fmt: skip
+
+
+def project_cases() -> list[dict]:
+    cases = []
+    for path in sorted(fitting.PROJECT_CASES.glob("*.jsonl")):
+        cases += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return cases
+
+
+def test_every_project_case_has_the_shared_format_and_a_traceable_source() -> None:
+    cases = project_cases()
+    assert len(cases) >= 100
+    ids = [c["id"] for c in cases]
+    assert len(ids) == len(set(ids))
+    for case in cases:
+        assert not CASE_KEYS - set(case), case["id"]
+        assert case["measured"]["tokens_per_s_per_gpu"] > 0
+        assert case["quality"] in ("direct", "derived", "secondary")
+        assert len(case["source"]) > 20, case["id"]
+        assert len(case["measured_basis"]) > 10, case["id"]
+
+
+def test_every_project_case_is_scored_or_says_why_not() -> None:
+    reasons = {c["id"]: fitting.unscored_reason(c) for c in project_cases()}
+    unscored = {k: v for k, v in reasons.items() if v is not None}
+    assert len(unscored) <= 3, unscored
+    assert all(v for v in unscored.values())
+
+
+def test_balanced_loss_weighs_each_source_the_same() -> None:
+    # One source with 3 rows of error 0.3, another with 1 row of error 0.1: (0.3 + 0.1) / 2.
+    loss = fitting.balanced_loss([0.3, -0.3, 0.3, 0.1], ["a", "a", "a", "b"])
+    assert_allclose(loss, 0.2, rtol=1e-12)
+
+
+def test_family_spread_band_holds_80_percent_of_lognormal_errors() -> None:
+    rng = np.random.default_rng(0)
+    errors = list(0.2 * rng.standard_normal(20000))
+    sigma, bias = fitting.family_spread(errors)
+    assert_allclose(sigma, 0.2, rtol=0.03)
+    inside = np.mean(np.abs(errors) <= NormalDist().inv_cdf(0.9) * sigma)
+    assert_allclose(inside, 0.80, atol=0.01)
+    assert abs(bias) < 0.01
+    assert fitting.family_spread([]) == (calibration.UNMEASURED_SIGMA, 0.0)
+    assert fitting.family_spread([0.0, 0.001])[0] == fitting.MIN_SIGMA
+
+
+def test_source_is_the_publication() -> None:
+    assert fitting.source_of({"id": "narayanan21-t2-04"}) == "narayanan21"
+    assert fitting.source_of({"id": "mlperf-v50-nvidia-gpt3"}) == "mlperf"
+
+
+@pytest.mark.parametrize("family", sorted(calibration.FAMILY_FITS))
+def test_the_shipped_fit_is_within_bounds_and_in_force(family: str) -> None:
+    fit = calibration.FAMILY_FITS[family]
+    efficiency = calibration.FAMILY_EFFICIENCY[family]
+    for name, value in fit.fitted.items():
+        low, high = fitting.BOUNDS[name]
+        assert low <= value <= high, name
+        assert getattr(efficiency, name) == value
+    assert set(efficiency.fitted) == set(fit.fitted)
+    assert fit.sigma >= fitting.MIN_SIGMA
+    assert calibration.family_sigma(family) == fit.sigma
+    assert fit.cases >= fit.sources >= 1
+
+
+def test_an_unmeasured_family_keeps_its_prior_and_the_wide_spread() -> None:
+    assert "aws-trainium" not in calibration.FAMILY_FITS
+    assert calibration.FAMILY_EFFICIENCY["aws-trainium"] == calibration.PRIORS["aws-trainium"]
+    assert calibration.family_sigma("aws-trainium") == calibration.UNMEASURED_SIGMA
+
+
+def test_a_fit_recovers_the_efficiency_that_generated_the_measurements() -> None:
+    """Cases whose 'measured' throughput is the model's own at gemm 0.6, attention 0.3:
+    the fit finds those values back (to 2 %) from the prior's start."""
+    cases = [c for c in project_cases() if c["id"].startswith("olmo")][:6]
+    prepared = fitting.prepare(cases)
+    prior = calibration.PRIORS["nvidia-hopper"]
+    truth = calibration.with_fitted(prior, {"gemm": 0.6, "attention": 0.3, "fp8_gemm": 0.5})
+    for case in prepared:
+        case.measured = fitting.predict(case, truth)
+    fitted = fitting.fit_family("nvidia-hopper", prepared)
+    assert_allclose(fitted["gemm"], 0.6, rtol=0.02)
+    assert_allclose(fitted["fp8_gemm"], 0.5, rtol=0.02)
+    errors = [math.log(fitting.predict(c, calibration.with_fitted(prior, fitted)) / c.measured)
+              for c in prepared]  # fmt: skip
+    assert max(abs(e) for e in errors) < 0.01
+
+
+def test_a_family_measured_only_in_fp8_takes_the_reference_bf16_to_fp8_ratio() -> None:
+    hopper = calibration.with_fitted(
+        calibration.PRIORS["nvidia-hopper"], {"gemm": 0.6, "fp8_gemm": 0.8}
+    )
+    prior = calibration.PRIORS["nvidia-blackwell"]
+    fp8_only = calibration.with_fitted(prior, {"fp8_gemm": 0.8, "attention": 0.3})
+    table = calibration.with_bf16_from_fp8({"nvidia-hopper": hopper, "nvidia-blackwell": fp8_only})
+    assert_allclose(table["nvidia-blackwell"].gemm, 0.8 * 0.6 / 0.8, rtol=1e-9)
+    slow = calibration.with_fitted(prior, {"fp8_gemm": 0.3})
+    kept = calibration.with_bf16_from_fp8({"nvidia-hopper": hopper, "nvidia-blackwell": slow})
+    assert kept["nvidia-blackwell"].gemm == prior.gemm  # never below the prior
+    assert kept["nvidia-hopper"] == hopper
