@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -12,6 +13,7 @@ from numpy.testing import assert_allclose
 
 from estimator.core import estimate, load_catalog, validate_scenario
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.memory import GIB
 from estimator.core.workload import build_workload
 
 CATALOG = load_catalog()
@@ -76,8 +78,7 @@ def scenarios(draw: st.DrawFn) -> dict[str, Any]:
 
 def _precisions(accelerator: str) -> set[str]:
     peaks = CATALOG[accelerator].peak_tflops
-    have = {p for p in ("fp16", "bf16", "fp8") if p in peaks}
-    return have | ({"fp32"} if {"fp32", "tf32"} & set(peaks) else set())
+    return {p for p in ("fp32", "tf32", "fp16", "bf16", "fp8") if p in peaks}
 
 
 def _vary(data: dict[str, Any], field: str, values: list[int]) -> LayoutResults:
@@ -153,3 +154,43 @@ def test_training_days_double_with_tokens(data: dict[str, Any]) -> None:
     assert_allclose(twice["training_days"], 2 * once["training_days"], rtol=1e-12)
     assert_allclose(twice["gpu_hours"], 2 * once["gpu_hours"], rtol=1e-12)
     assert_allclose(twice["step_time_s"], once["step_time_s"], rtol=1e-12)
+
+
+@PROPERTY_SETTINGS
+@given(scenarios())
+def test_activation_offload_never_adds_memory_nor_saves_time(data: dict[str, Any]) -> None:
+    results = _vary(data, "activation_offload", [0, 1])
+    assert _non_increasing(results.activations)
+    assert _non_increasing(-results.step_time)
+
+
+@PROPERTY_SETTINGS
+@given(scenarios(), st.floats(0.0, 0.9), st.floats(0.0, 0.9))
+def test_more_tensor_parallel_overlap_is_never_slower(
+    data: dict[str, Any], low: float, high: float
+) -> None:
+    low, high = sorted((low, high))
+    scenario = validate_scenario(data)
+    layout = Layouts.single(scenario.parallelism)  # type: ignore[arg-type]
+    base = build_workload(scenario)
+
+    def step(overlap: float) -> float:
+        efficiency = dataclasses.replace(base.efficiency, tp_overlap=overlap)
+        w = dataclasses.replace(base, efficiency=efficiency)
+        return float(evaluate_layouts(w, layout).step_time[0])
+
+    assert step(high) <= step(low) * (1 + 1e-12)
+
+
+@PROPERTY_SETTINGS
+@given(scenarios())
+def test_a_tpu_layout_fits_when_it_fits_with_full_recomputation(data: dict[str, Any]) -> None:
+    data["cluster"]["accelerator"] = "TPU-v5p"
+    data["training"]["precision"] = "bf16"
+    results = _vary(data, "recompute", [0, 1, 2])
+    capacity = CATALOG["TPU-v5p"].memory_gib * GIB
+    full_fits = results.total_memory[2] <= capacity
+    for code in (0, 1):
+        if full_fits:
+            assert results.total_memory[code] <= capacity * (1 + 1e-9)
+        assert results.recompute[code] <= results.recompute[2] * (1 + 1e-9)
