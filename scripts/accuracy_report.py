@@ -468,10 +468,11 @@ def load_fit() -> dict[str, Any]:
 
 def run_fit(cases: list[dict[str, Any]]) -> None:
     """Fit every family, cross-validate by source and write ``calibration.json``."""
+    whole = fitting.fit_all(fitting.prepare([c for c in cases if fitting.scored(c)]))
     out_of_sample = fitting.leave_one_source_out(
-        cases, progress=lambda source: print(f"leaving out {source}", flush=True)
+        cases, whole, progress=lambda source: print(f"leaving out {source}", flush=True)
     )
-    record = fitting.fit_record(cases, out_of_sample)
+    record = fitting.fit_record(cases, out_of_sample, whole)
     record["out_of_sample"] = dict(sorted(out_of_sample.items()))
     calibration.FIT_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     for family, entry in record["families"].items():

@@ -292,12 +292,13 @@ def _predict_left_out(
 
 def leave_one_source_out(
     cases: Sequence[dict[str, Any]],
+    whole: dict[str, dict[str, float]],
     progress: Callable[[str], None] | None = None,
     processes: int = 2,
 ) -> dict[str, float | None]:
-    """Out-of-sample prediction of every scored case: fitted without its own source."""
+    """Out-of-sample prediction of every scored case: fitted without its own source, each
+    refit starting from ``whole`` (the fit on every case)."""
     counted = [c for c in cases if scored(c)]
-    whole = fit_all(prepare(counted))
     sources = sorted({source_of(c) for c in counted})
     jobs = [(source, counted, whole) for source in sources]
     out: dict[str, float | None] = {}
@@ -318,12 +319,13 @@ def family_spread(errors: Sequence[float]) -> tuple[float, float]:
 
 
 def fit_record(
-    cases: Sequence[dict[str, Any]], out_of_sample: dict[str, float | None]
+    cases: Sequence[dict[str, Any]],
+    out_of_sample: dict[str, float | None],
+    fits: dict[str, dict[str, float]],
 ) -> dict[str, Any]:
-    """The content of ``estimator/data/calibration.json``: fits and out-of-sample spreads."""
+    """The content of ``estimator/data/calibration.json``: the whole fit (``fit_all`` on
+    every scored case) and each family's out-of-sample spread."""
     counted = [c for c in cases if scored(c)]
-    prepared = prepare(counted)
-    fits = fit_all(prepared)
     families: dict[str, Any] = {}
     family_of = {c["id"]: validate_scenario(c["scenario"]).cluster.spec.family for c in counted}
     for family in sorted(set(family_of.values())):

@@ -310,13 +310,16 @@ def _offload_times(
     section 4.1), which replaces the device's optimizer step.
     """
     link, overlap = w.host_link_bandwidth, w.software.overlap
-    saved = memory.offloaded_activation_bytes(
-        w.model, tokens, lay.tp, lay.pp, lay.sequence_parallel, lay.recompute, w.activation_bytes
-    )
-    copy = np.where(lay.activation_offload > 0, saved / link, 0.0)
-    per_micro_batch = comms.exposed_time(copy, mb.forward, overlap) + comms.exposed_time(
-        copy, mb.backward + mb.recompute, overlap
-    )
+    per_micro_batch = np.zeros_like(mb.forward)
+    if np.any(lay.activation_offload > 0):  # the layout search never offloads: skip the work
+        saved = memory.offloaded_activation_bytes(
+            w.model, tokens, lay.tp, lay.pp, lay.sequence_parallel, lay.recompute,
+            w.activation_bytes,
+        )  # fmt: skip
+        copy = np.where(lay.activation_offload > 0, saved / link, 0.0)
+        per_micro_batch = comms.exposed_time(copy, mb.forward, overlap) + comms.exposed_time(
+            copy, mb.backward + mb.recompute, overlap
+        )
     code = memory.OFFLOAD_CODES[w.offload]
     if code >= 2:
         dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
@@ -325,7 +328,7 @@ def _offload_times(
         per_micro_batch = per_micro_batch + comms.exposed_time(
             stream, mb.backward + mb.recompute, overlap
         )
-    per_step = 0.0 * copy
+    per_step = np.zeros_like(mb.forward)
     if code >= 1:
         parameters = _optimizer_parameters(w, lay)
         wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision)
