@@ -16,3 +16,18 @@ MEMORY_PARTS = (
     ("activations", "Activations"),
     ("other", "Other (buffers, fragmentation)"),
 )
+#: The two margins the estimate adds to a step, which together make the ``overheads`` part.
+STEP_MARGINS = (
+    ("framework_overhead", "Framework overhead"),
+    ("network_jitter", "Network jitter"),
+)
+#: (key in the estimate's ``whole_run`` parts, label): the wall clock beyond steady state.
+WHOLE_RUN_PARTS = (
+    ("checkpoint_writes", "Checkpoint writes"),
+    ("failures_and_restarts", "Failures and restarts"),
+    ("preemptions", "Spot preemptions"),
+    ("evaluation", "Evaluation"),
+    ("ramp_up", "Ramp-up"),
+    ("stragglers", "Stragglers"),
+    ("allocation_idle", "Allocation idle"),
+)

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from planner.labels import MEMORY_PARTS, STEP_PARTS
+from planner.breakdowns import margin_lines, step_parts, whole_run_table
+from planner.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
 from planner.models import AuditEvent, BudgetRequest
 from planner.services.budgets import snapshot_document
 from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars
@@ -49,6 +51,52 @@ def _spread(values: dict[str, Any] | None) -> Spread:
     return Spread(*(float(values.get(key, 0) or 0) for key in ("p10", "p50", "p90")))
 
 
+def _step_parts(runs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    """The margins as two bars when every run reports them apart (labels without shares,
+    which differ from run to run), else the one ``overheads`` bar they add up to."""
+    breakdowns = [run.get("step_time_breakdown_s") for run in runs]
+    if breakdowns and all(margin_lines(breakdown, None) for breakdown in breakdowns):
+        return step_parts(breakdowns[0], None)
+    return STEP_PARTS
+
+
+def _run_details(run: Mapping[str, Any], estimate: Mapping[str, Any] | None) -> dict[str, Any]:
+    """One run's whole-run lines and step-time margins. ``estimate`` is the chosen run's full
+    estimate: snapshots frozen before run summaries carried these figures still have it."""
+    estimate = estimate or {}
+    whole_run = run.get("whole_run") or estimate.get("whole_run")
+    margins = run.get("margins_applied") or estimate.get("margins_applied")
+    return {
+        "run": run,
+        "whole_run": whole_run_table(whole_run),
+        "margins": margin_lines(run.get("step_time_breakdown_s"), margins),
+    }
+
+
+def _side_by_side(details: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """The runs' whole-run lines and margins side by side: a row per line that any run has,
+    a cell per run (None where that run's snapshot lacks the figure)."""
+    tables = [each["whole_run"] for each in details]
+    labels: dict[str, str] = {}  # steady state, then the parts, as the runs first list them
+    for table in tables:
+        for line in table.rows if table else ():
+            labels.setdefault(line.key, line.label)
+    lines = [{line.key: line for line in table.rows} if table else {} for table in tables]
+    margins = [{margin.key: margin for margin in each["margins"]} for each in details]
+    return {
+        "rows": [
+            {"key": key, "label": label, "cells": [each.get(key) for each in lines]}
+            for key, label in labels.items()
+        ],
+        "totals": [table.total if table else None for table in tables] if labels else [],
+        "margins": [
+            {"key": key, "name": name, "cells": [each.get(key) for each in margins]}
+            for key, name in STEP_MARGINS
+            if any(key in each for each in margins)
+        ],
+    }
+
+
 def _charts(runs: list[dict[str, Any]]) -> dict[str, str]:
     labels = [str(run["scenario"]) for run in runs]
     points = [
@@ -65,7 +113,7 @@ def _charts(runs: list[dict[str, Any]]) -> dict[str, str]:
 
     return {
         "cost_vs_days": cost_versus_days(points, currency),
-        "step_time": stacked_bars(labels, series("step_time_breakdown_s", STEP_PARTS), "s"),
+        "step_time": stacked_bars(labels, series("step_time_breakdown_s", _step_parts(runs)), "s"),
         "memory": stacked_bars(labels, series("memory_per_gpu_gib", MEMORY_PARTS), "GiB"),
     }
 
@@ -75,6 +123,10 @@ def signoff_context(request: BudgetRequest) -> dict[str, Any]:
     document = _document(request)
     chosen = document["chosen"]
     alternatives = list(document["alternatives"])
+    details = [
+        _run_details(chosen, (document.get("results") or {}).get("estimate")),
+        *(_run_details(alternative, None) for alternative in alternatives),
+    ]
     timeline = (
         AuditEvent.objects.filter(request=request)
         .select_related("actor")
@@ -89,6 +141,8 @@ def signoff_context(request: BudgetRequest) -> dict[str, Any]:
         "chosen": chosen,
         "alternatives": alternatives,
         "charts": _charts([chosen, *alternatives]),
+        "run_details": details,
+        "whole_run": _side_by_side(details),
         "timeline": list(timeline),
         "generated_at": timezone.now(),
     }
@@ -153,6 +207,53 @@ def _comparison_rows(context: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
+WHOLE_RUN_HEADER = ("Scenario", "Run", "Part", "Days", "GPU-hours", "Share of total")
+MARGINS_HEADER = (
+    "Scenario", "Run", "Margin", "Share of margin-free step time", "Seconds per step",
+    "Scaled with cluster size",
+)  # fmt: skip
+
+
+def _whole_run_rows(context: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for details in context["run_details"]:
+        run, table = details["run"], details["whole_run"]
+        lines = [*table.rows, table.total] if table else []
+        rows += [
+            [run["scenario"], run["run"], line.label, line.days, line.gpu_hours, line.share]
+            for line in lines
+        ]
+    return rows
+
+
+def _margin_rows(context: dict[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            details["run"]["scenario"],
+            details["run"]["run"],
+            margin.name,
+            margin.share,
+            margin.seconds,
+            margin.scale_note or "",
+        ]
+        for details in context["run_details"]
+        for margin in details["margins"]
+    ]
+
+
+def _sections(context: dict[str, Any]) -> list[tuple[str, tuple[str, ...], list[list[Any]]]]:
+    """The pack's tables after the summary: one sheet each in the XLSX, one block in the CSV."""
+    return [
+        ("Comparison", COMPARISON_HEADER, _comparison_rows(context)),
+        ("Whole run", WHOLE_RUN_HEADER, _whole_run_rows(context)),
+        ("Step margins", MARGINS_HEADER, _margin_rows(context)),
+        ("Timeline", TIMELINE_HEADER, _timeline_rows(context)),
+    ]
+
+
+TIMELINE_HEADER = ("When", "Who", "Action", "From", "To", "Comment")
+
+
 def _timeline_rows(context: dict[str, Any]) -> list[list[Any]]:
     return [
         [
@@ -168,7 +269,8 @@ def _timeline_rows(context: dict[str, Any]) -> list[list[Any]]:
 
 
 def signoff_xlsx(request: BudgetRequest) -> bytes:
-    """The sign-off pack as a workbook: Summary, Comparison and Timeline sheets."""
+    """The sign-off pack as a workbook: Summary, Comparison, Whole run, Step margins and
+    Timeline sheets."""
     from openpyxl import Workbook
     from openpyxl.styles import Font
 
@@ -179,11 +281,7 @@ def signoff_xlsx(request: BudgetRequest) -> bytes:
     summary.title = "Summary"
     for label, value in _summary_rows(context):
         summary.append([label, spreadsheet_safe(value)])
-    sheets = (
-        ("Comparison", COMPARISON_HEADER, _comparison_rows(context)),
-        ("Timeline", ("When", "Who", "Action", "From", "To", "Comment"), _timeline_rows(context)),
-    )
-    for title, header, rows in sheets:
+    for title, header, rows in _sections(context):
         sheet = book.create_sheet(title)
         sheet.append(list(header))
         for cell in sheet[1]:
@@ -196,16 +294,13 @@ def signoff_xlsx(request: BudgetRequest) -> bytes:
 
 
 def signoff_csv(request: BudgetRequest) -> str:
-    """The sign-off pack as CSV: the summary, then the comparison table, then the timeline."""
+    """The sign-off pack as CSV: the summary, then each table of the XLSX's sheets in turn."""
     context = signoff_context(request)
     output = io.StringIO()
     writer = csv.writer(output)
     for label, value in _summary_rows(context):
         writer.writerow([label, spreadsheet_safe(value)])
-    for header, rows in (
-        (COMPARISON_HEADER, _comparison_rows(context)),
-        (("When", "Who", "Action", "From", "To", "Comment"), _timeline_rows(context)),
-    ):
+    for _title, header, rows in _sections(context):
         writer.writerow([])
         writer.writerow(header)
         for row in rows:

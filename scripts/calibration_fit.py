@@ -287,7 +287,20 @@ def _predict_left_out(
     source, counted, whole = job
     prepared = [p for p in prepare(counted) if p.source != source]
     table = efficiencies(fit_all(prepared, whole))
-    return {c["id"]: predict_case(c, table) for c in counted if source_of(c) == source}
+    mine = [c for c in counted if source_of(c) == source]
+    out = {c["id"]: predict_case(c, table) for c in mine}
+    # The same cases with the layout left to the search ("auto"), as planners run them.
+    out.update({f"{c['id']}{AUTO_SUFFIX}": predict_case(as_auto(c), table) for c in mine})
+    return out
+
+
+#: Key suffix of a case's prediction with its layout left to the search.
+AUTO_SUFFIX = "@auto"
+
+
+def as_auto(case: dict[str, Any]) -> dict[str, Any]:
+    """The case with ``"parallelism": "auto"`` (its stated layout not imposed)."""
+    return {**case, "scenario": {**case["scenario"], "parallelism": "auto"}}
 
 
 def leave_one_source_out(

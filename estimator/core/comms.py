@@ -101,7 +101,7 @@ def link(
     return bandwidth, np.where(spans, mixed, intra_latency)
 
 
-def exposed_time(communication: Numeric, compute: Numeric, overlap: float) -> FloatArray:
+def exposed_time(communication: Numeric, compute: Numeric, overlap: Numeric) -> FloatArray:
     """Communication left on the critical path when it runs beside ``compute``.
 
     A share ``overlap`` of whichever is shorter is hidden: c - overlap min(c, w). The rest

@@ -6,14 +6,17 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from estimator.core import memory
 from estimator.core import model as arithmetic
 from estimator.core.calibration import FAMILY_EFFICIENCY
 from estimator.core.errors import ScenarioError
-from estimator.core.goodput import goodput
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig, Scenario
 from estimator.core.validation import price_per_gpu_hour, validate_scenario
+from estimator.core.wholerun import whole_run
 from estimator.core.workload import Workload, build_workload
 
 ESTIMATOR_VERSION = "0.1.0"
@@ -41,6 +44,8 @@ def _breakdown(r: LayoutResults) -> dict[str, float]:
         "dp_communication",
         "exposed_communication",
         "overheads",
+        "framework_overhead",
+        "network_jitter",
     )
     return {k: _scalar(r, k) for k in keys}
 
@@ -71,12 +76,23 @@ def _warnings(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> list[
             f"global batch not divisible by dp × micro-batch ({w.global_batch_size} vs "  # noqa: RUF001
             f"{per_step}); estimated with {effective} sequences per step"
         )
-    stages = layout.pp * layout.virtual_stages
-    if md.num_layers % stages:
+    if md.num_layers % layout.pp:
+        first, middle, last = (
+            int(x[0]) for x in memory.pipeline_split(md.num_layers, np.array([layout.pp]))
+        )
         notes.append(
-            f"num_layers = {md.num_layers} not divisible by pp x virtual_stages = "
-            f"{stages}; the slowest stage has {math.ceil(md.num_layers / layout.pp)} "
-            "layers"
+            f"uneven pipeline split: num_layers = {md.num_layers} over pp = {layout.pp} "
+            f"stages puts {first} layers on the first stage, {last} on the last and up to "
+            f"{middle} on the others"
+        )
+    per_stage = math.ceil(md.num_layers / layout.pp)
+    if layout.virtual_stages > 1 and (
+        per_stage % layout.virtual_stages or layout.pp * per_stage - md.num_layers > 2
+    ):
+        notes.append(
+            f"interleaved schedule: the {per_stage} layers of a stage do not split into "
+            f"{layout.virtual_stages} equal chunks with at most two layers missing at the "
+            "ends, as Megatron-LM needs; estimated as if they did"
         )
     m = int(_scalar(r, "num_micro_batches"))
     if layout.virtual_stages > 1 and m % layout.pp:
@@ -99,8 +115,15 @@ def _warnings(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> list[
 def _fit_warnings(w: Workload, r: LayoutResults) -> list[str]:
     notes: list[str] = []
     needed, have = _scalar(r, "total_memory") / GIB, w.spec.memory_gib
+    usable = w.usable_memory / GIB
     if needed > have:
         notes.append(f"does not fit: {needed:.0f} GiB needed of {have:.0f} GiB")
+    elif needed > usable:
+        notes.append(
+            f"tight on memory: {needed:.0f} GiB of {have:.0f} GiB leaves less than the "
+            f"{w.framework.memory_headroom:.0%} headroom {w.framework.name} runs keep for "
+            "fragmentation and peak transients; expect out-of-memory errors"
+        )
     family = w.spec.family
     if not FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"]).fitted:
         notes.append(
@@ -132,19 +155,44 @@ def _throughput(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> dic
 
 
 def _schedule(w: Workload, tokens_per_s: float) -> dict[str, Any]:
-    g = goodput(w.parameters, w.num_gpus)
-    days = w.tokens / tokens_per_s / g.goodput / SECONDS_PER_DAY
+    run = whole_run(w.tokens / tokens_per_s, w.parameters, w.num_gpus, w.node_size, w.run)
+    hours = 24.0 * w.num_gpus
     return {
-        "goodput": g.goodput,
-        "training_days": days,
-        "gpu_hours": days * 24.0 * w.num_gpus,
-        "goodput_details": {
-            "mtbf_hours": g.mtbf_s / 3600.0,
-            "interruptions_per_day": g.interruptions_per_day,
-            "checkpoint_write_s": g.checkpoint_write_s,
-            "checkpoint_interval_s": g.checkpoint_interval_s,
-            "restart_s": g.restart_s,
+        "goodput": run.goodput,
+        "training_days": run.training_days,
+        "gpu_hours": run.training_days * hours,
+        "whole_run": {
+            "steady_state_days": run.steady_state_days,
+            "steady_state_gpu_hours": run.steady_state_days * hours,
+            "parts_days": dict(run.parts_days),
+            "parts_gpu_hours": {k: v * hours for k, v in run.parts_days.items()},
+            "capacity": w.run.capacity,
         },
+        "goodput_details": {
+            "mtbf_hours": run.mtbf_hours,
+            "interruptions_per_day": run.interruptions_per_day,
+            "checkpoint_write_s": run.checkpoint_write_s,
+            "checkpoint_interval_s": run.checkpoint_interval_s,
+            "restart_s": run.restart_s,
+        },
+    }
+
+
+def _margins_applied(w: Workload) -> dict[str, float]:
+    """The margins as shares of the margin-free step time, as this cluster pays them."""
+    return {
+        "framework_overhead": w.margins.framework_overhead,
+        "network_jitter": w.margins.network_jitter * w.jitter_scale,
+        "network_jitter_scale": w.jitter_scale,
+    }
+
+
+def _headroom(w: Workload, total_gib: float) -> dict[str, float]:
+    usable = w.usable_memory / GIB
+    return {
+        "usable_gib": usable,
+        "headroom_gib": usable - total_gib,
+        "used_fraction": total_gib / w.spec.memory_gib,
     }
 
 
@@ -180,6 +228,9 @@ def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
         }
     )
     out.update(_schedule(w, out["tokens_per_s"]))
+    out["framework"] = w.framework.as_dict()
+    out["margins_applied"] = _margins_applied(w)
+    out["memory_headroom"] = _headroom(w, out["memory_per_gpu_gib"]["total"])
     out["warnings"] = _warnings(w, layout, r)
     return out
 

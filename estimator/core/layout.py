@@ -78,7 +78,8 @@ class LayoutResults:
     """Per-layout results; memory in bytes, times in seconds per optimizer step.
 
     The step time is compute + recompute + tp_communication (its exposed part) + pp_bubble +
-    exposed_communication + overheads; ``dp_communication`` is the gross data-parallel
+    exposed_communication + overheads, the overheads being the two margins
+    (``framework_overhead`` + ``network_jitter``); ``dp_communication`` is the gross data-parallel
     traffic time, of which only the part in ``exposed_communication`` costs time.
     """
 
@@ -97,6 +98,8 @@ class LayoutResults:
     dp_communication: FloatArray
     exposed_communication: FloatArray
     overheads: FloatArray
+    framework_overhead: FloatArray
+    network_jitter: FloatArray
     step_time: FloatArray
     memory_bound: FloatArray
 
@@ -149,13 +152,13 @@ def _stage_share(
 ) -> FloatArray:
     """Time of the slowest stage relative to "its layers + the LM head".
 
-    Frameworks balance stages by cost (nanotron assigns blocks by compute cost; Megatron-LM
-    takes explicit first/last-stage layer counts), so the slowest stage runs
-    max(ceil(l/p) layers, (l layers + head)/p); with p = 1 that is all layers + head.
+    The split is :func:`memory.pipeline_split`: k = ceil(l / p) layers on the middle stages,
+    fewer on the ends, the last also running the LM head and loss. The slowest stage runs
+    max(k layers, last-stage layers + head); with p = 1 that is all layers + head.
     """
     own = layers * layer_time + head_time
-    balanced = (w.model.num_layers * layer_time + head_time) / lay.pp
-    return np.maximum(layers * layer_time, balanced) / own
+    last = memory.stage_layers(w.model.num_layers, lay.pp, "last")
+    return np.maximum(layers * layer_time, last * layer_time + head_time) / own
 
 
 def _group_link(w: Workload, size: Numeric, stride: Numeric) -> tuple[FloatArray, FloatArray]:
@@ -267,10 +270,13 @@ def _dp_times(
     return gross, exposed
 
 
-def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tuple[FloatArray, ...]:
+def _stage_memory(
+    w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray, stage: str
+) -> tuple[FloatArray, ...]:
     weights, gradients, optimizer = memory.model_state_bytes(
-        w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage, w.offload
-    )
+        w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage, w.offload,
+        stage,
+    )  # fmt: skip
     activations = memory.activation_bytes(
         w.model,
         tokens,
@@ -283,11 +289,27 @@ def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tup
         w.activation_bytes,
         lay.activation_offload,
         w.efficiency.logits_bytes,
+        stage,
     )
     tensors = weights + gradients + optimizer + activations
     e = w.efficiency
     other = memory.allowance_bytes(tensors, e.reserved_memory_gib * memory.GIB, e.fragmentation)
     return weights, gradients, optimizer, activations, other, tensors + other
+
+
+def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tuple[FloatArray, ...]:
+    """Memory parts of the pipeline stage that needs the most (first, second or last: see
+    :data:`memory.STAGES`); with pp = 1 the three are the same device."""
+    deepest = float(np.max(lay.pp))
+    # Without pipelining the three are one device; with two stages the second is the last.
+    stages = memory.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
+    per_stage = [_stage_memory(w, lay, tokens, m, stage) for stage in stages]
+    if len(per_stage) == 1:
+        return per_stage[0]
+    worst = np.argmax(np.stack([parts[5] for parts in per_stage]), axis=0)
+    return tuple(
+        np.choose(worst, [parts[i] for parts in per_stage]) for i in range(len(per_stage[0]))
+    )
 
 
 def _optimizer_parameters(w: Workload, lay: Layouts) -> FloatArray:
@@ -356,7 +378,7 @@ def _compiler_remat(
     """
     full = dataclasses.replace(lay, recompute=np.full_like(lay.recompute, 2.0))
     full_parts = _memory(w, full, tokens, m)
-    capacity = w.spec.memory_gib * memory.GIB
+    capacity = w.usable_memory
     gap = parts[5] - full_parts[5]
     over = parts[5] - capacity
     share = np.where((over > 0) & (gap > 0), np.clip(over / np.where(gap > 0, gap, 1.0), 0, 1), 0)
@@ -380,14 +402,19 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
     layers = memory.layers_per_stage(w.model.num_layers, lay.pp)
     mb = _micro_batch(w, lay, tokens, layers)
     memory_parts = _memory(w, lay, tokens, m)
-    if w.efficiency.compiler_remat:
+    if w.efficiency.compiler_remat or w.framework.compiler_remat:
         mb, memory_parts = _compiler_remat(w, lay, tokens, layers, m, mb, memory_parts)
     # Tensor-parallel collectives split into chunks and pipelined with the matmuls they feed
     # (Megatron-LM --tp-comm-overlap, PyTorch async TP, XLA collective matmul): a share
     # tp_overlap of them hides behind the matmul time (Wang et al. 2022, "Overlap
     # Communication with Dependent Computation via Decomposition", ASPLOS '23).
+    # Only inside the fast domain: the chunked pipelining needs the NVLink-class latency
+    # (Megatron-LM's userbuffers, PyTorch async TP), and only where the framework has it.
+    tp_overlap = np.where(
+        lay.tp <= w.node_size, w.efficiency.tp_overlap * float(w.framework.tp_overlap), 0.0
+    )
     tp_comm = comms.exposed_time(
-        _tp_time(w, lay, tokens, layers), mb.forward + mb.backward, w.efficiency.tp_overlap
+        _tp_time(w, lay, tokens, layers), mb.forward + mb.backward, tp_overlap
     )
     serial_comm = _context_and_expert_time(w, lay, tokens, layers, mb)
     serial_comm = serial_comm + _pipeline_p2p_time(w, lay, tokens)
@@ -400,9 +427,12 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
     busy = mb.forward + mb.backward + mb.recompute + tp_comm + offload_micro_batch
     bubble = (lay.pp - 1) / lay.virtual_stages * busy
     exposed = m * serial_comm + dp_exposed
-    jitter = w.margins.network_jitter * (m * tp_comm + exposed)
-    base = m * busy + bubble + exposed + optimizer + jitter
-    overheads = jitter + w.margins.framework_overhead * base
+    base = m * busy + bubble + exposed + optimizer
+    # The two margins add to the step: framework overhead everywhere, network jitter as a
+    # share that grows with the cluster (workload.network_jitter_scale).
+    framework_overhead = w.margins.framework_overhead * base
+    jitter = w.margins.network_jitter * w.jitter_scale * base
+    overheads = framework_overhead + jitter
     return LayoutResults(
         num_micro_batches=m,
         tokens_per_step=m * lay.dp * lay.micro_batch_size * w.model.seq_len,
@@ -419,6 +449,8 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
         dp_communication=dp_gross,
         exposed_communication=exposed,
         overheads=overheads,
-        step_time=base + w.margins.framework_overhead * base,
+        framework_overhead=framework_overhead,
+        network_jitter=jitter,
+        step_time=base + overheads,
         memory_bound=m * mb.memory_bound + optimizer,
     )

@@ -49,9 +49,53 @@ def bytes_per_parameter(precision: str) -> tuple[float, float, float]:
     return (4.0, 4.0, 8.0) if precision in ("fp32", "tf32") else (2.0, 2.0, 12.0)
 
 
+#: Pipeline stages whose memory is checked: the first (most micro-batches in flight, the
+#: embedding), the second (one micro-batch fewer in flight, a full share of layers) and the
+#: last (the LM head and its logits).
+STAGES = ("first", "second", "last")
+
+
 def layers_per_stage(num_layers: int, pp: Numeric) -> FloatArray:
-    """Layers on the most loaded pipeline stage, ceil(l / pp)."""
+    """Layers on the most loaded pipeline stage, k = ceil(l / pp)."""
     return np.ceil(num_layers / np.asarray(pp, dtype=np.float64))
+
+
+def pipeline_split(num_layers: int, pp: Numeric) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Layers on the first, a middle and the last stage of an uneven pipeline split.
+
+    Every stage holds k = ceil(l / p) layers but the two ends: the d = p k - l layers
+    missing come off the first stage (ceil(d / 2), it also holds the embedding and the most
+    micro-batches in flight) and the last (floor(d / 2), it also holds the LM head and the
+    loss), never below one layer each. This is Megatron-LM's
+    ``--decoder-first-pipeline-num-layers``/``--decoder-last-pipeline-num-layers`` and its
+    ``--account-for-embedding-in-pipeline-split``/``--account-for-loss-in-pipeline-split``
+    (d = 2: Llama 3 405B's 126 layers on 16 stages, 7 + 14 x 8 + 7). With p = 1 all three
+    are the l layers. [layers]
+    """
+    k = layers_per_stage(num_layers, pp)
+    missing = np.asarray(pp, dtype=np.float64) * k - num_layers
+    first = np.maximum(k - np.ceil(missing / 2.0), 1.0)
+    last = np.maximum(k - np.floor(missing / 2.0), 1.0)
+    return first, k, last
+
+
+def stage_index(stage: str, pp: Numeric) -> FloatArray:
+    """Rank of ``stage`` in the pipeline: 0, 1 (the last one when p = 2) or p - 1."""
+    pp = np.asarray(pp, dtype=np.float64)
+    index = {"first": np.zeros_like(pp), "second": np.minimum(1.0, pp - 1.0), "last": pp - 1.0}
+    return index[stage]
+
+
+def stage_layers(num_layers: int, pp: Numeric, stage: str) -> FloatArray:
+    """Layers held by ``stage`` (see :func:`pipeline_split`); the second stage is the last
+    one when p = 2."""
+    first, middle, last = pipeline_split(num_layers, pp)
+    pp = np.asarray(pp, dtype=np.float64)
+    if stage == "first":
+        return first
+    if stage == "second":
+        return np.where(pp == 2, last, np.where(pp == 1, first, middle))
+    return last
 
 
 def layer_parameters_per_device(
@@ -80,13 +124,15 @@ def layer_parameters_per_device(
 
 
 def stage_parameters(
-    model: ModelConfig, tp: Numeric, pp: Numeric, ep: Numeric
+    model: ModelConfig, tp: Numeric, pp: Numeric, ep: Numeric, stage: str = "busiest"
 ) -> tuple[FloatArray, FloatArray]:
-    """Parameters held by one device of the most loaded stage, before ZeRO sharding.
+    """Parameters held by one device of a pipeline stage, before ZeRO sharding.
 
     The first stage holds the input embedding and the last the LM head (tied embeddings are
     replicated on both, as in Megatron-LM); with pp = 1 one device holds both. Everything is
-    split over tp; routed experts also over ep.
+    split over tp; routed experts also over ep. ``stage`` is one of :data:`STAGES`, or
+    ``"busiest"``: ceil(l / p) layers plus one embedding matrix, an upper bound used for
+    the data-parallel traffic of the slowest stage.
 
     Returns
     -------
@@ -95,9 +141,15 @@ def stage_parameters(
         parameters (sharded over ep). [parameters]
     """
     pp = np.asarray(pp, dtype=np.float64)
-    layers = layers_per_stage(model.num_layers, pp)
+    if stage == "busiest":
+        layers = layers_per_stage(model.num_layers, pp)
+        ends = np.ones_like(pp)
+    else:
+        layers = stage_layers(model.num_layers, pp, stage)
+        index = stage_index(stage, pp)
+        ends = ((index == 0) | (index == pp - 1)).astype(np.float64)
     dense_layer, expert_layer = layer_parameters_per_device(model, tp, ep)
-    embedding = np.where(
+    embedding = ends * np.where(
         pp == 1, arithmetic.embedding_parameters(model), model.vocab_size * model.hidden_size
     )
     return layers * dense_layer + embedding / np.asarray(
@@ -119,8 +171,10 @@ def model_state_bytes(
     ep: Numeric,
     zero_stage: Numeric,
     offload: str = "none",
+    stage: str = "busiest",
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Weights, gradients and optimizer state per device under ZeRO stages 0-3.
+    """Weights, gradients and optimizer state per device of a pipeline ``stage`` (see
+    :func:`stage_parameters`) under ZeRO stages 0-3.
 
     Stage 1 shards the optimizer state, stage 2 also the gradients, stage 3 also the weights
     over the ``dp_cp`` ranks that hold the same parameters (Rajbhandari et al. 2020, fig. 1:
@@ -138,7 +192,7 @@ def model_state_bytes(
         (weights, gradients, optimizer). [B]
     """
     zero_stage = np.asarray(zero_stage)
-    dense, expert = stage_parameters(model, tp, pp, ep)
+    dense, expert = stage_parameters(model, tp, pp, ep, stage)
     expert_group = np.asarray(dp_cp, dtype=np.float64) / np.asarray(ep, dtype=np.float64)
     w_b, g_b, o_b = bytes_per_parameter(precision)
 
@@ -227,17 +281,21 @@ def _mlp_values_per_token(model: ModelConfig) -> float:
 
 
 def micro_batches_in_flight(
-    pp: Numeric, num_micro_batches: Numeric, virtual_stages: Numeric
+    pp: Numeric, num_micro_batches: Numeric, virtual_stages: Numeric, stage: Numeric = 0.0
 ) -> FloatArray:
-    """Micro-batches whose activations the first pipeline stage holds at peak.
+    """Micro-batches whose activations pipeline rank ``stage`` holds at peak.
 
-    1F1B: min(p, m) (Narayanan et al. 2021, section 2.2.1). Interleaved with v model chunks
-    per device: p (1 + (p - 1)/(p v)) (Korthikanti et al. 2022, section 4.2.3). Without
-    pipelining (p = 1) gradient accumulation keeps one micro-batch at a time.
+    1F1B: rank i holds p - i (Narayanan et al. 2021, section 2.2.1). Interleaved with v
+    model chunks per device, rank i runs 2 (p - i - 1) + (v - 1) p + 1 chunk forwards before
+    its first backward (Megatron-LM's warm-up count), i.e. p + (p - 1 - 2 i) / v micro-batches
+    of its layers; for the first rank p (1 + (p - 1)/(p v)) (Korthikanti et al. 2022,
+    section 4.2.3). Never more than the step's micro-batches; without pipelining (p = 1)
+    gradient accumulation keeps one micro-batch at a time.
     """
     pp, v = np.asarray(pp, dtype=np.float64), np.asarray(virtual_stages, dtype=np.float64)
-    interleaved = pp + (pp - 1.0) / v
-    in_flight = np.minimum(np.where(v > 1, interleaved, pp), num_micro_batches)
+    rank = np.asarray(stage, dtype=np.float64)
+    interleaved = pp + (pp - 1.0 - 2.0 * rank) / v
+    in_flight = np.minimum(np.where(v > 1, interleaved, pp - rank), num_micro_batches)
     return np.where(pp == 1, 1.0, np.maximum(in_flight, 1.0))
 
 
@@ -267,14 +325,18 @@ def activation_bytes(
     bytes_per_value: float = 2.0,
     offloaded: Numeric = 0.0,
     bytes_per_logit: float = 4.0,
+    stage: str = "first",
 ) -> FloatArray:
-    """Peak activation memory of the most loaded stage (first: in-flight micro-batches;
-    last: the logits), plus one layer's full working set under full recompute. [B]
+    """Peak activation memory of a pipeline ``stage`` (one of :data:`STAGES`): its layers
+    times the micro-batches it holds in flight, the logits on the last stage (and with
+    p = 1), plus one layer's full working set under full recompute. [B]
 
     With ``offloaded`` the saved activations live in host memory; the device keeps the
     layer being computed and the one being copied (2 layers of one micro-batch).
     """
-    layers = layers_per_stage(model.num_layers, pp)
+    pp = np.asarray(pp, dtype=np.float64)
+    layers = stage_layers(model.num_layers, pp, stage)
+    rank = stage_index(stage, pp)
     per_layer = activation_bytes_per_layer(
         model, tokens, tp, sequence_parallel, recompute, bytes_per_value
     )
@@ -283,11 +345,11 @@ def activation_bytes(
         activation_bytes_per_layer(model, tokens, tp, sequence_parallel, 0, bytes_per_value),
         0.0,
     )
-    in_flight = micro_batches_in_flight(pp, num_micro_batches, virtual_stages)
+    in_flight = micro_batches_in_flight(pp, num_micro_batches, virtual_stages, rank)
     on_host = np.asarray(offloaded) > 0
-    first = np.where(on_host, np.minimum(layers, 2.0), in_flight * layers) * per_layer + working
-    last = np.where(on_host, np.minimum(layers, 2.0), layers) * per_layer + working
-    return np.maximum(first, last + logits_bytes(model, tokens, tp, bytes_per_logit))
+    held = np.where(on_host, np.minimum(layers, 2.0), in_flight * layers) * per_layer + working
+    logits = np.where(rank == pp - 1, logits_bytes(model, tokens, tp, bytes_per_logit), 0.0)
+    return held + logits
 
 
 def offloaded_activation_bytes(

@@ -37,9 +37,11 @@ from estimator.core._types import FloatArray
 from estimator.core.calibration import family_sigma
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import SECONDS_PER_DAY, estimate
-from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR, goodput
+from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR
 from estimator.core.scenario import Margins, Scenario
 from estimator.core.validation import validate_scenario
+from estimator.core.wholerun import WHOLE_RUN_SIGMA, whole_run
+from estimator.core.workload import node_size_of
 
 #: Half-width of the uniform range each margin is sampled in, around the scenario's value:
 #: frameworks of one generation differ by about this much in overhead. [1]
@@ -57,7 +59,11 @@ _RANGE_LIMITS: dict[str, tuple[float, float]] = {
     "restart_s": (0.0, SECONDS_PER_DAY),
     "utilisation": (0.0, 1.0),
 }
-_SIGMA_LIMITS: dict[str, float] = {"efficiency_sigma": 1.0, "failure_rate_sigma": 2.0}
+_SIGMA_LIMITS: dict[str, float] = {
+    "efficiency_sigma": 1.0,
+    "failure_rate_sigma": 2.0,
+    "whole_run_sigma": 1.0,
+}
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,10 @@ class Uncertainty:
     utilisation : (float, float)
         Uniform range of the share of wall clock the job runs (queueing, maintenance
         windows); 0 < low, high <= 1. The default (1, 1) leaves the schedule alone. [1]
+    whole_run_sigma : float
+        Log-sd of a lognormal factor (median 1) on the whole-run wall clock: how far
+        published whole runs scatter around the whole-run model beyond what the efficiency
+        spread explains (:data:`~estimator.core.wholerun.WHOLE_RUN_SIGMA`, fitted). [1]
     """
 
     framework_overhead: Range | None = None
@@ -92,6 +102,7 @@ class Uncertainty:
     failure_rate_sigma: float = 0.5
     restart_s: Range = (300.0, 1200.0)
     utilisation: Range = (1.0, 1.0)
+    whole_run_sigma: float = WHOLE_RUN_SIGMA
 
     def __post_init__(self) -> None:
         for name, (lowest, highest) in _RANGE_LIMITS.items():
@@ -99,7 +110,9 @@ class Uncertainty:
                 value = _checked_range(name, getattr(self, name), lowest, highest)
                 object.__setattr__(self, name, value)
         for name, highest in _SIGMA_LIMITS.items():
-            if getattr(self, name) is not None:
+            # Only efficiency_sigma has a default to resolve (the family's); None elsewhere
+            # is a bad value.
+            if getattr(self, name) is not None or name != "efficiency_sigma":
                 object.__setattr__(self, name, _checked_sigma(name, getattr(self, name), highest))
 
     def resolved(self, margins: Margins, family: str) -> Uncertainty:
@@ -118,6 +131,7 @@ class Uncertainty:
             failure_rate_sigma=self.failure_rate_sigma,
             restart_s=self.restart_s,
             utilisation=self.utilisation,
+            whole_run_sigma=self.whole_run_sigma,
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -176,40 +190,39 @@ def percentiles(values: npt.ArrayLike) -> dict[str, float]:
 
 
 def split_step_time(result: Mapping[str, Any], margins: Margins) -> tuple[float, float]:
-    """Split an estimate's step time into a margin-free part and the jittered communication.
+    """Split an estimate's step time into its margin-free part and the jitter scale.
 
-    :func:`~estimator.core.layout.evaluate_layouts` builds
-    step = (core + j C) (1 + o) with C = TP + exposed communication, j = network_jitter and
-    o = framework_overhead, so core = step / (1 + o) - j C.
+    :func:`~estimator.core.layout.evaluate_layouts` builds step = core (1 + o + j s), with
+    o = framework_overhead, j = network_jitter and s the cluster's jitter scale
+    (:func:`~estimator.core.workload.network_jitter_scale`), so core = step / (1 + o + j s).
 
     Parameters
     ----------
     result : dict
-        An :func:`estimate` output (``step_time_s``, ``time_per_step_breakdown_s``).
+        An :func:`estimate` output (``step_time_s``, ``margins_applied``).
     margins : Margins
         The margins the estimate was made with.
 
     Returns
     -------
     core_s : float
-        Step time without margins, communication included. [s]
-    communication_s : float
-        Critical-path communication C that ``network_jitter`` scales. [s]
+        Step time without margins. [s]
+    jitter_scale : float
+        s, the share of ``network_jitter`` this cluster pays. [1]
     """
-    parts = result["time_per_step_breakdown_s"]
-    communication = float(parts["tp_communication"]) + float(parts["exposed_communication"])
-    base = float(result["step_time_s"]) / (1.0 + margins.framework_overhead)
-    return base - margins.network_jitter * communication, communication
+    scale = float(result["margins_applied"]["network_jitter_scale"])
+    factor = 1.0 + margins.framework_overhead + margins.network_jitter * scale
+    return float(result["step_time_s"]) / factor, scale
 
 
 def step_time(
     core_s: float,
-    communication_s: float,
+    jitter_scale: float,
     framework_overhead: FloatArray,
     network_jitter: FloatArray,
 ) -> FloatArray:
-    """Step time with the given margins, (core + j C)(1 + o) (see :func:`split_step_time`). [s]"""
-    return (core_s + network_jitter * communication_s) * (1.0 + framework_overhead)
+    """Step time with the given margins, core (1 + o + j s) (see :func:`split_step_time`). [s]"""
+    return core_s * (1.0 + framework_overhead + network_jitter * jitter_scale)
 
 
 def _draw(rng: np.random.Generator, u: Uncertainty, n: int) -> dict[str, FloatArray]:
@@ -226,29 +239,40 @@ def _draw(rng: np.random.Generator, u: Uncertainty, n: int) -> dict[str, FloatAr
         * np.exp(u.failure_rate_sigma * rng.standard_normal(n)),
         "restart_s": rng.uniform(*u.restart_s, n),
         "utilisation": rng.uniform(*u.utilisation, n),
+        "whole_run": np.exp(u.whole_run_sigma * rng.standard_normal(n)),
     }
 
 
-def _goodput_samples(
+def _whole_run_factor_samples(
+    valid: Scenario,
+    steady_s: FloatArray,
     parameters: float,
-    num_gpus: int,
     draws: Mapping[str, FloatArray],
     progress: Callable[[float], None] | None,
 ) -> FloatArray:
-    """Goodput of each sample through :func:`~estimator.core.goodput.goodput` itself."""
+    """Whole-run / steady-state wall clock of each sample, through
+    :func:`~estimator.core.wholerun.whole_run` itself (sampled interruption rate, restart
+    time) times the lognormal spread of published whole runs around the model."""
     n = len(draws["restart_s"])
     out = np.empty(n)
+    num_gpus, node_size = valid.cluster.num_gpus, node_size_of(valid)
     for start in range(0, n, PROGRESS_CHUNK):
         stop = min(start + PROGRESS_CHUNK, n)
         out[start:stop] = [
-            goodput(parameters, num_gpus, float(r), float(rate)).goodput
-            for r, rate in zip(
-                draws["restart_s"][start:stop], draws["failure_rate"][start:stop], strict=True
+            whole_run(
+                float(t), parameters, num_gpus, node_size, valid.run,
+                failure_rate=float(rate), restart_s=float(r),
+            ).training_days * SECONDS_PER_DAY / float(t)
+            for t, r, rate in zip(
+                steady_s[start:stop],
+                draws["restart_s"][start:stop],
+                draws["failure_rate"][start:stop],
+                strict=True,
             )
-        ]
+        ]  # fmt: skip
         if progress is not None:
             progress(stop / n)
-    return out
+    return out * draws["whole_run"]
 
 
 def _margin_warnings(margins: Margins, u: Uncertainty) -> list[str]:
@@ -329,14 +353,16 @@ def monte_carlo(
     valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
     u = requested.resolved(valid.margins, valid.cluster.spec.family)
     baseline = estimate(valid) if baseline is None else baseline
-    core, communication = split_step_time(baseline, valid.margins)
+    core, jitter_scale = split_step_time(baseline, valid.margins)
     draws = _draw(np.random.default_rng(seed), u, samples)
-    steps = step_time(core, communication, draws["framework_overhead"], draws["network_jitter"])
+    steps = step_time(core, jitter_scale, draws["framework_overhead"], draws["network_jitter"])
     num_gpus = valid.cluster.num_gpus
-    useful = _goodput_samples(float(baseline["parameters"]), num_gpus, draws, progress)
     seconds_per_token = steps * draws["efficiency"] / baseline["tokens_per_step"]
-    days = valid.training.tokens * seconds_per_token / (useful * draws["utilisation"])
-    days = days / SECONDS_PER_DAY
+    steady = valid.training.tokens * seconds_per_token / draws["utilisation"]
+    factor = _whole_run_factor_samples(
+        valid, steady, float(baseline["parameters"]), draws, progress
+    )
+    days = steady * factor / SECONDS_PER_DAY
     warnings = _margin_warnings(valid.margins, requested)
     if not baseline["fits_in_memory"]:
         warnings.append("the layout does not fit in accelerator memory; it cannot run as is")

@@ -128,6 +128,24 @@ class Margins:
     network_jitter: float = 0.05
 
 
+#: Capacity a run is bought as: spot capacity adds preemptions to the whole run.
+CAPACITY_CHOICES = ("dedicated", "spot")
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The optional ``run`` object: what the whole run spends beyond its steady state.
+
+    ``None`` takes the estimator's default (:mod:`estimator.core.wholerun`).
+    """
+
+    capacity: str = "dedicated"
+    #: Evaluation as a share of training time. [1]
+    evaluation_fraction: float | None = None
+    #: Share of the allocation held but not training. [1]
+    allocation_idle: float | None = None
+
+
 @dataclass(frozen=True)
 class Scenario:
     """A whole validated scenario. ``parallelism`` is None when the input said ``"auto"``."""
@@ -138,3 +156,6 @@ class Scenario:
     parallelism: ParallelismConfig | None
     margins: Margins = field(default_factory=Margins)
     format_version: int = 1
+    #: Framework profile id (:mod:`estimator.core.frameworks`); "auto" picks the family's.
+    framework: str = "auto"
+    run: RunSettings = field(default_factory=RunSettings)

@@ -6,21 +6,24 @@ rules that involve only the model):
 * ``tp``: powers of two up to the cluster size that divide the attention heads and divide,
   or are a multiple of, the KV heads. Groups wider than a node are kept; their estimates
   warn that the collectives cross the scale-out network.
-* ``pp``: divisors of ``num_layers`` up to the cluster size, so every stage holds the same
-  number of layers (uneven splits are left to explicit layouts).
+* ``pp``: divisors of ``num_layers``, ``num_layers + 1`` and ``num_layers + 2`` and powers
+  of two, up to the cluster size; stages hold k = ceil(l / pp) layers, the first and last
+  fewer (:func:`estimator.core.memory.pipeline_split`).
 * ``cp``: 1, and powers of two with ``seq_len`` divisible by 2 cp (ring attention splits
   the sequence into 2 cp chunks for load balance) and at least 2,048 tokens per rank.
 * ``ep``: 1 for dense models; divisors of ``num_experts`` for MoE.
 * ``micro_batch_size``: divisors of ``global_batch_size``.
 * ZeRO stage 0-3, recompute none/selective/full, sequence parallelism whenever tp > 1.
-* ``virtual_stages``: 1 (1F1B) or a divisor v > 1 of ``num_layers`` (interleaved).
+* ``virtual_stages``: 1 (1F1B) or v > 1 (interleaved), from the divisors of ``num_layers``,
+  ``num_layers + 1`` and ``num_layers + 2``.
 
 Rules that tie axes together reject a layout with a reason: ``gpus_indivisible`` (tp pp cp
 does not divide the cluster), ``experts_indivisible`` (ep does not divide dp cp),
 ``batch_indivisible`` (dp b does not divide the global batch), ``schedule`` (interleaving
-needs pp > 1, pp v dividing the layers and micro-batches divisible by pp, as in
-Megatron-LM) and ``does_not_fit`` (memory). Each rejected layout counts once, under the
-first rule it breaks, so ``layouts_considered = layouts_fitting + sum(rejected)``.
+needs pp > 1, v dividing the k layers of a stage, at most two layers missing at the ends,
+and micro-batches divisible by pp, as in Megatron-LM) and ``does_not_fit`` (memory beyond
+the framework profile's usable share). Each rejected layout counts once, under the first
+rule it breaks, so ``layouts_considered = layouts_fitting + sum(rejected)``.
 
 The grid is one flat index space; :func:`search_chunk` evaluates a contiguous slice of it
 and :func:`merge_search_results` combines slices, so the work splits into independent
@@ -43,8 +46,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from estimator.core.compare import alternatives, with_comparisons
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import FORMAT_VERSION, estimate_scenario
+from estimator.core.frameworks import profile_for
 from estimator.core.layout import Layouts, evaluate_layouts
 from estimator.core.memory import GIB, RECOMPUTE_CODES
 from estimator.core.scenario import RECOMPUTE_MODES, ParallelismConfig, Scenario
@@ -99,19 +104,43 @@ def _cp_candidates(scenario: Scenario) -> list[int]:
     ]
 
 
+def _pp_candidates(num_layers: int, gpus: int) -> list[int]:
+    """Stage counts: divisors of l, l + 1 and l + 2 (the embedding and the loss counted as
+    layers) and powers of two, whose uneven split (:func:`memory.pipeline_split`) exists."""
+    limit = min(num_layers, gpus)
+    found = {d for n in range(num_layers, num_layers + 3) for d in _divisors(n, limit)}
+    return sorted(p for p in found | set(_powers_of_two(limit)) if _ends_absorb(num_layers, p))
+
+
+def _ends_absorb(num_layers: int, pp: int) -> bool:
+    """Whether the d = p k - l missing layers fit on the first and last stages, each keeping
+    at least one layer (memory.pipeline_split's split is then exact)."""
+    per_stage = -(-num_layers // pp)
+    return pp * per_stage - num_layers <= 2 * (per_stage - 1) or pp == 1
+
+
+def _virtual_candidates(num_layers: int) -> list[int]:
+    """Model chunks per device: divisors of l, l + 1 and l + 2 (see :func:`_pp_candidates`)."""
+    return sorted({d for n in range(num_layers, num_layers + 3) for d in _divisors(n, n)})
+
+
 def grid_axes(scenario: Scenario) -> dict[str, IntArray]:
-    """Per-axis candidate values of the search grid (see the module docstring)."""
+    """Per-axis candidate values of the search grid (see the module docstring), within what
+    the scenario's framework profile runs (:mod:`estimator.core.frameworks`)."""
     md, gpus = scenario.model, scenario.cluster.num_gpus
     experts = md.moe.num_experts if md.moe is not None else 1
+    profile = profile_for(scenario.framework, scenario.cluster.spec.family)
     axes = {
-        "tp": _tp_candidates(scenario),
-        "pp": _divisors(md.num_layers, gpus),
-        "cp": _cp_candidates(scenario),
-        "ep": _divisors(experts, gpus),
+        "tp": _tp_candidates(scenario) if profile.tensor_parallel else [1],
+        "pp": _pp_candidates(md.num_layers, gpus) if profile.pipeline_parallel else [1],
+        "cp": _cp_candidates(scenario) if profile.context_parallel else [1],
+        "ep": _divisors(experts, gpus) if profile.expert_parallel else [1],
         "micro_batch_size": _divisors(scenario.training.global_batch_size, 1 << 40),
-        "zero_stage": [0, 1, 2, 3],
-        "recompute": [RECOMPUTE_CODES[m] for m in RECOMPUTE_MODES],
-        "virtual_stages": _divisors(md.num_layers, md.num_layers),
+        "zero_stage": list(profile.zero_stages),
+        "recompute": [RECOMPUTE_CODES[m] for m in RECOMPUTE_MODES if m in profile.recompute],
+        "virtual_stages": (
+            _virtual_candidates(md.num_layers) if profile.interleaved_schedule else [1]
+        ),
     }
     return {name: np.asarray(values, dtype=np.int64) for name, values in axes.items()}
 
@@ -142,9 +171,13 @@ def _structural_reasons(scenario: Scenario, col: dict[str, IntArray]) -> IntArra
     model_parallel = col["tp"] * col["pp"] * col["cp"]
     dp = np.maximum(gpus // model_parallel, 1)
     m = -(-batch // (dp * col["micro_batch_size"]))
-    v, pp = col["virtual_stages"], col["pp"]
+    v, pp, layers = col["virtual_stages"], col["pp"], scenario.model.num_layers
+    per_stage = -(-layers // pp)
     interleaved = v > 1
-    schedule_bad = interleaved & ((pp == 1) | (scenario.model.num_layers % (pp * v) != 0))
+    # Interleaving splits each stage's k layers into v equal chunks; the ends may lack at
+    # most the two layer slots the embedding and the loss take (Megatron-LM's
+    # --account-for-embedding/loss-in-pipeline-split).
+    schedule_bad = interleaved & ((pp == 1) | (per_stage % v != 0) | (pp * per_stage - layers > 2))
     schedule_bad |= interleaved & (m % pp != 0)
     rules = [
         gpus % model_parallel != 0,
@@ -319,7 +352,7 @@ def _scan(w: Workload, scenario: Scenario, start: int, stop: int, keep: int) -> 
         part = _structural_slice(scenario, low, min(stop, low + BLOCK_LAYOUTS))
         columns = {**part.columns, "flat": part.flat_index}
         evaluated = _evaluate(w, part.columns)
-        fits = evaluated.total_memory / GIB <= w.spec.memory_gib
+        fits = evaluated.total_memory <= w.usable_memory
         for reason, count in part.rejected.items():
             rejected[reason] += count
         rejected["does_not_fit"] += int(np.count_nonzero(~fits))
@@ -351,7 +384,9 @@ def _search_range(request: _Request, start: int, stop: int) -> dict[str, Any]:
         "layouts_fitting": scan.fitting,
         "rejected": scan.rejected,
         "seconds": 0.0,
-        "results": [_with_cost(r, request.price) for r in results[: request.top_k]],
+        "results": with_comparisons(
+            [_with_cost(r, request.price) for r in results[: request.top_k]]
+        ),
     }
     if not out["results"]:
         out["reason"] = _no_layout_reason(w, scan, stop - start)
@@ -369,7 +404,8 @@ def _no_layout_reason(w: Workload, scan: _Scan, considered: int) -> str:
         )
     return (
         f"no layout fits in memory: the leanest needs {scan.leanest_memory / GIB:,.0f} GiB "
-        f"per device, {w.spec.id} has {w.spec.memory_gib:g} GiB; use more or larger devices"
+        f"per device, {w.spec.id} has {w.spec.memory_gib:g} GiB of which {w.framework.name} "
+        f"runs use {w.usable_memory / GIB:,.0f} GiB; use more or larger devices"
     )
 
 
@@ -410,7 +446,7 @@ def merge_search_results(parts: list[dict[str, Any]], top_k: int = 5) -> dict[st
         "layouts_fitting": sum(p["layouts_fitting"] for p in parts),
         "rejected": rejected,
         "seconds": sum(p["seconds"] for p in parts),
-        "results": results[:top_k],
+        "results": with_comparisons(results[:top_k]),
     }
     if not merged["results"]:
         reasons = [p["reason"] for p in parts if "reason" in p]
@@ -450,6 +486,26 @@ def search(
     return _search_range(request, 0, grid_size(request.scenario))
 
 
+#: Runners-up an ``"auto"`` estimate shows, and the pool of best layouts they come from.
+ALTERNATIVES = 3
+ALTERNATIVE_POOL = 64
+
+
+def _distinct_rows(columns: Mapping[str, IntArray], head: int, extra: int) -> IntArray:
+    """The first ``head`` rows (best first), then up to ``extra`` more whose layout differs
+    from every row kept in more than the micro-batch size, so runners-up are real choices."""
+    shapes = [name for name in (*AXES, "dp") if name != "micro_batch_size"]
+    keys = [tuple(int(columns[n][i]) for n in shapes) for i in range(len(columns["flat"]))]
+    rows, seen = list(range(min(head, len(keys)))), set(keys[:head])
+    for i in range(head, len(keys)):
+        if len(rows) >= head + extra:
+            break
+        if keys[i] not in seen:
+            rows.append(i)
+            seen.add(keys[i])
+    return np.asarray(rows, dtype=np.int64)
+
+
 def estimate_auto(scenario: Scenario, price: float | None = None) -> dict[str, Any]:
     """``estimate`` for ``parallelism: "auto"``: the fastest layout that fits.
 
@@ -458,10 +514,14 @@ def estimate_auto(scenario: Scenario, price: float | None = None) -> dict[str, A
     divides the cluster at all, ScenarioError names ``parallelism``.
     """
     w = build_workload(scenario)
-    scan = _scan(w, scenario, 0, grid_size(scenario), 1 + _SLACK)
+    scan = _scan(w, scenario, 0, grid_size(scenario), ALTERNATIVE_POOL)
     if scan.fitting:
-        results = _estimate_rows(scenario, scan.best, np.arange(len(scan.best["flat"])))
-        return _with_cost(min(results, key=lambda r: _rank_key(r, "time")), price)
+        rows = _distinct_rows(scan.best, 1 + _SLACK, ALTERNATIVES)
+        results = _estimate_rows(scenario, scan.best, rows)
+        results.sort(key=lambda r: _rank_key(r, "time"))
+        best = _with_cost(results[0], price)
+        best["alternatives"] = alternatives(best, results[1:], ALTERNATIVES)
+        return best
     reason = _no_layout_reason(w, scan, grid_size(scenario))
     if scan.valid == 0:
         raise ScenarioError("parallelism", reason)

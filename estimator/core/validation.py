@@ -12,7 +12,9 @@ from typing import Any
 
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
+from estimator.core.frameworks import FrameworkProfile, profile_for
 from estimator.core.scenario import (
+    CAPACITY_CHOICES,
     FP8_RECIPES,
     OFFLOAD_MODES,
     PIPELINE_SCHEDULES,
@@ -23,10 +25,12 @@ from estimator.core.scenario import (
     ModelConfig,
     MoEConfig,
     ParallelismConfig,
+    RunSettings,
     Scenario,
     TrainingConfig,
 )
 
+TPU_FAMILY = "google-tpu"
 _MISSING: Any = object()
 #: Upper bound for any integer field, far above any real model or cluster.
 MAX_INTEGER = 2**40
@@ -239,7 +243,7 @@ def _cluster(data: Any) -> ClusterConfig:
         spec=spec,
         num_slices=s.integer("num_slices", 1),
     )
-    if cluster.num_slices > 1 and spec.family != "google-tpu":
+    if cluster.num_slices > 1 and spec.family != TPU_FAMILY:
         raise ScenarioError(
             "cluster.num_slices", "only TPU slices are joined over DCN; GPUs use gpus_per_node"
         )
@@ -292,6 +296,34 @@ def _margins(data: Any) -> Margins:
     )
 
 
+def _run(data: Any) -> RunSettings:
+    s = _Section(data, "run", ("capacity", "evaluation_fraction", "allocation_idle"))
+    return RunSettings(
+        capacity=s.choice("capacity", CAPACITY_CHOICES, "dedicated"),
+        evaluation_fraction=(
+            s.number("evaluation_fraction", low=0.0, high=1.0)
+            if s.raw("evaluation_fraction", None) is not None
+            else None
+        ),
+        allocation_idle=(
+            s.number("allocation_idle", low=0.0, high=0.9)
+            if s.raw("allocation_idle", None) is not None
+            else None
+        ),
+    )
+
+
+def _framework(data: Any, family: str) -> str:
+    if data is None:
+        return "auto"
+    if not isinstance(data, str):
+        raise ScenarioError("framework", f"must be a string, got {_show(data)}")
+    profile = profile_for(data, family)
+    if family == TPU_FAMILY and profile.id != "maxtext":
+        raise ScenarioError("framework", f"{data!r} does not run on TPUs; use 'maxtext' or 'auto'")
+    return data
+
+
 def price_per_gpu_hour(data: Any) -> float | None:
     """The optional ``cost.price_per_gpu_hour`` of a scenario dict (None when absent).
 
@@ -331,10 +363,47 @@ def validate_scenario(data: Any) -> Scenario:
         cluster=cluster,
         parallelism=_parallelism(data["parallelism"]),
         margins=_margins(data.get("margins") or {}),
+        framework=_framework(data.get("framework"), cluster.spec.family),
+        run=_run(data.get("run") or {}),
     )
+    _check_training_support(scenario, profile_for(scenario.framework, cluster.spec.family))
     if scenario.parallelism is not None:
         check_layout(scenario, scenario.parallelism)
+        check_framework(scenario, scenario.parallelism)
     return scenario
+
+
+def check_framework(scenario: Scenario, layout: ParallelismConfig) -> None:
+    """An explicit layout and the training options must be ones the framework runs."""
+    profile = profile_for(scenario.framework, scenario.cluster.spec.family)
+    name = f"framework {profile.id!r}"
+    axes = {
+        "tp": profile.tensor_parallel,
+        "pp": profile.pipeline_parallel,
+        "cp": profile.context_parallel,
+        "ep": profile.expert_parallel,
+    }
+    for axis, supported in axes.items():
+        if not supported and getattr(layout, axis) > 1:
+            _fail(f"parallelism.{axis}", f"{name} has no {axis} parallelism; use 1")
+    if layout.virtual_stages > 1 and not profile.interleaved_schedule:
+        _fail("parallelism.pipeline_schedule", f"{name} runs only the 1f1b schedule")
+    if layout.zero_stage not in profile.zero_stages:
+        _fail(
+            "parallelism.zero_stage",
+            f"{name} offers stages {list(profile.zero_stages)}, got {layout.zero_stage}",
+        )
+
+
+def _check_training_support(scenario: Scenario, profile: FrameworkProfile) -> None:
+    name = f"framework {profile.id!r}"
+    if scenario.training.precision == "fp8" and not profile.fp8:
+        _fail("training.precision", f"{name} does not train in fp8")
+    if scenario.training.offload not in profile.offload:
+        _fail(
+            "training.offload",
+            f"{name} offers {list(profile.offload)}, got {scenario.training.offload!r}",
+        )
 
 
 def _fail(key: str, reason: str) -> None:
@@ -364,10 +433,13 @@ def _check_model_split(model: ModelConfig, layout: ParallelismConfig) -> None:
             f"must divide model.num_kv_heads = {kv} or be a multiple of it, got {tp}",
         )
     stages = layout.pp * layout.virtual_stages
-    if model.num_layers < stages:
+    # Two more slots than layers: the embedding and the loss may take a chunk's place
+    # (memory.pipeline_split; Megatron-LM's --account-for-embedding/loss-in-pipeline-split).
+    if model.num_layers + 2 < stages or model.num_layers < layout.pp:
         _fail(
             "parallelism.pp",
-            f"pp * virtual_stages = {stages} exceeds model.num_layers = {model.num_layers}",
+            f"pp * virtual_stages = {stages} exceeds model.num_layers + 2 = "
+            f"{model.num_layers + 2} (embedding and loss slots), or pp exceeds the layers",
         )
     if layout.virtual_stages > 1 and layout.pp == 1:
         _fail("parallelism.pipeline_schedule", "'interleaved' with virtual_stages > 1 needs pp > 1")

@@ -14,6 +14,7 @@ from typing import Any
 from django import forms
 
 from estimator.core.catalog import load_catalog
+from estimator.core.frameworks import PROFILES
 from estimator.core.presets import load_presets
 from planner.forms.common import choice_field, preset_label, quantity_format, tokens_parse
 from planner.forms.prices import OptionAttrsSelect, PriceObject, price_choices, price_value
@@ -50,6 +51,11 @@ def _integer(required: bool = False, **kwargs: Any) -> forms.IntegerField:
     return forms.IntegerField(required=required, min_value=1, **kwargs)
 
 
+FRAMEWORKS = [("auto", "Auto (what careful teams use on this hardware)")] + [
+    (profile.id, profile.name) for profile in PROFILES.values()
+]
+
+
 class ScenarioForm(forms.Form):
     """Every scenario field of the contract the planners set by hand, plus its price."""
 
@@ -79,6 +85,12 @@ class ScenarioForm(forms.Form):
         widget=forms.RadioSelect,
         label="Parallelism",
     )
+    framework = forms.ChoiceField(
+        choices=FRAMEWORKS,
+        initial="auto",
+        label="Framework",
+        help_text="What the layout search may use; auto: Megatron-LM on GPUs, MaxText on TPUs",
+    )
     tp = _integer(label="TP", help_text="Tensor parallel")
     pp = _integer(label="PP", help_text="Pipeline parallel")
     dp = _integer(label="DP", help_text="Blank: GPUs / (TP x PP x CP)")
@@ -103,7 +115,7 @@ class ScenarioForm(forms.Form):
         max_value=2,
         initial=0.05,
         label="Network jitter",
-        help_text="Fraction added to communication time (0.05)",
+        help_text="Fraction added to step time at 1,024 GPUs; 0 in one node, up to 2x (0.05)",
     )
     pue = forms.DecimalField(
         max_digits=4, decimal_places=2, initial=Decimal("1.20"), label="PUE",
@@ -206,6 +218,7 @@ class ScenarioForm(forms.Form):
             "accelerator": spec["cluster"]["accelerator"],
             "num_gpus": spec["cluster"]["num_gpus"],
             "parallelism_mode": "auto" if layout == "auto" else "manual",
+            "framework": spec.get("framework", "auto"),
             "framework_overhead": margins.get("framework_overhead", 0.10),
             "network_jitter": margins.get("network_jitter", 0.05),
             "pue": scenario.pue,
@@ -315,6 +328,7 @@ class ScenarioForm(forms.Form):
             "training": self._training(),
             "cluster": cluster,
             "parallelism": self._parallelism(data["num_gpus"]),
+            "framework": data.get("framework") or "auto",
             "margins": {
                 "framework_overhead": data["framework_overhead"],
                 "network_jitter": data["network_jitter"],

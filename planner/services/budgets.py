@@ -296,6 +296,8 @@ def _run_summary(run: EstimationRun) -> dict[str, Any]:
         "step_time_breakdown_s": result.get("time_per_step_breakdown_s"),
         "memory_per_gpu_gib": result.get("memory_per_gpu_gib"),
         "accelerator_memory_gib": result.get("accelerator_memory_gib"),
+        "margins_applied": result.get("margins_applied"),
+        "whole_run": result.get("whole_run"),
     }
 
 

@@ -55,20 +55,31 @@ def run_start(
         raise PlannerError(f"must be between 100 and {MAX_SAMPLES:,}", field="samples")
     if seed is not None and not 0 <= seed < 2**63:
         raise PlannerError("must be between 0 and 2^63 - 1", field="seed")
+    price = price_snapshot(scenario)
     run = EstimationRun.objects.create(
         scenario=scenario,
         seed=secrets.randbelow(2**31) if seed is None else seed,
         samples=samples,
         inputs={
-            "scenario": scenario.spec,
+            "scenario": with_capacity(scenario.spec, price),
             "pue": str(scenario.pue),
             "utilisation": [str(scenario.utilisation_low), str(scenario.utilisation_high)],
         },
-        price=price_snapshot(scenario),
+        price=price,
         created_by=actor_user(user),
     )
     transaction.on_commit(lambda: _enqueue(run.pk))
     return run
+
+
+def with_capacity(spec: dict[str, Any], price: dict[str, Any]) -> dict[str, Any]:
+    """The scenario a run estimates: priced at a spot price, its whole run is on spot
+    capacity (``run.capacity``: preemptions join the whole-run parts) unless it says so."""
+    if price.get("pricing_type") != "spot":
+        return spec
+    run = dict(spec.get("run") or {})
+    run.setdefault("capacity", "spot")
+    return {**spec, "run": run}
 
 
 @transaction.atomic

@@ -128,6 +128,7 @@ def price_snapshot(scenario: Scenario) -> dict[str, Any]:
             "source": PriceSource.PRICE_ENTRY.value,
             "id": entry.pk,
             "label": f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}",
+            "pricing_type": entry.pricing_type,
             "price_per_gpu_hour": str(entry.price_per_accelerator_hour),
             "currency": entry.book.currency,
             "reference": (

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from planner.breakdowns import margin_lines, percent_text, step_parts, whole_run_table
 from planner.labels import MEMORY_PARTS, STEP_PARTS
 from planner.models import EstimationRun, RunStatus, Scenario
 from planner.selectors import ComparisonRow, comparison_rows
@@ -50,6 +51,27 @@ def layout_text(layout: Mapping[str, Any] | str) -> str:
     return " · ".join([sizes, *extra])
 
 
+def layout_compact(layout: Mapping[str, Any] | str) -> str:
+    """A layout in a list of layouts: ``tp4 pp4 dp128 cp1 · mb1 · ZeRO-1 · no recompute``."""
+    if not isinstance(layout, Mapping):
+        return str(layout)
+    names = ("tp", "pp", "dp", "cp") + (("ep",) if layout.get("ep", 1) > 1 else ())
+    recompute = str(layout.get("recompute", "none"))
+    parts = [
+        " ".join(f"{name}{layout.get(name, 1)}" for name in names),
+        f"mb{layout.get('micro_batch_size', 1)}",
+        f"ZeRO-{layout.get('zero_stage', 0)}",
+        "no recompute" if recompute == "none" else f"{recompute} recompute",
+    ]
+    if layout.get("activation_offload"):
+        parts.append("activation offload")
+    if layout.get("pp", 1) > 1:
+        schedule = str(layout.get("pipeline_schedule", "1f1b"))
+        interleaved = schedule == "interleaved"
+        parts.append(f"interleaved v{layout.get('virtual_stages', 1)}" if interleaved else schedule)
+    return " · ".join(parts)
+
+
 def _shares(
     values: Mapping[str, float], parts: Iterable[tuple[str, str]], whole: float
 ) -> list[dict[str, Any]]:
@@ -62,6 +84,69 @@ def _shares(
         }
         for key, label in parts
     ]
+
+
+def _memory_headroom(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Used, usable under the framework's headroom, and what is left (negative when over)."""
+    headroom = result.get("memory_headroom")
+    if not headroom:
+        return None
+    framework = result.get("framework") or {}
+    left = float(headroom["headroom_gib"])
+    return {
+        "used_gib": result["memory_per_gpu_gib"]["total"],
+        "capacity_gib": result["accelerator_memory_gib"],
+        "used_percent": 100 * float(headroom["used_fraction"]),
+        "usable_gib": headroom["usable_gib"],
+        "reserve": percent_text(float(framework["memory_headroom"]))
+        if "memory_headroom" in framework
+        else None,
+        "left_gib": left,
+        "over_gib": -left if left < 0 else None,
+    }
+
+
+def _layout_row(
+    layout: Mapping[str, Any], figures: Mapping[str, Any], memory_gib: float, why: str
+) -> dict[str, Any]:
+    return {
+        "layout": layout_compact(layout),
+        "tokens_per_s_per_gpu": figures["tokens_per_s_per_gpu"],
+        "mfu_percent": 100 * figures["mfu"],
+        "days": figures["training_days"],
+        "memory_gib": memory_gib,
+        "why": why,
+    }
+
+
+def layouts_considered(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The chosen layout, then the runners-up of the search and why each lost; empty when the
+    scenario fixed its layout (or the estimate predates the list)."""
+    alternatives = result.get("alternatives") or []
+    if not alternatives:
+        return []
+    memory = result["memory_per_gpu_gib"]["total"]
+    chosen = _layout_row(result["parallelism"], result, memory, "the fastest per token that fits")
+    return [
+        {**chosen, "chosen": True},
+        *(
+            _layout_row(alt["parallelism"], alt, alt["memory_total_gib"], alt["why"])
+            for alt in alternatives
+        ),
+    ]
+
+
+def _estimate_details(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What newer estimates add: margins apart, the whole run, headroom, layouts considered."""
+    breakdown, margins = result["time_per_step_breakdown_s"], result.get("margins_applied")
+    return {
+        "step": _shares(breakdown, step_parts(breakdown, margins), result["step_time_s"]),
+        "margins": margin_lines(breakdown, margins),
+        "whole_run": whole_run_table(result.get("whole_run")),
+        "framework": (result.get("framework") or {}).get("name"),
+        "headroom": _memory_headroom(result),
+        "layouts_considered": layouts_considered(result),
+    }
 
 
 def run_figures(run: EstimationRun) -> dict[str, Any] | None:
@@ -91,10 +176,10 @@ def run_figures(run: EstimationRun) -> dict[str, Any] | None:
         "memory_total": memory["total"],
         "memory_capacity": capacity,
         "memory_percent": 100 * memory["total"] / capacity if capacity else 0.0,
-        "step": _shares(result["time_per_step_breakdown_s"], STEP_PARTS, result["step_time_s"]),
         "dp_traffic_s": result["time_per_step_breakdown_s"].get("dp_communication", 0.0),
         "bottleneck": BOTTLENECKS.get(result["bottleneck"], result["bottleneck"]),
         "tokens": run.inputs["scenario"]["training"]["tokens"],
+        **_estimate_details(result),
     }
 
 

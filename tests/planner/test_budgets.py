@@ -400,14 +400,16 @@ def test_csv_escapes_cells_a_spreadsheet_would_run(
     ]  # fmt: skip
 
 
-def test_xlsx_holds_the_summary_comparison_and_timeline(
+def test_xlsx_holds_the_summary_comparison_whole_run_margins_and_timeline(
     draft: BudgetRequest, requester: User
 ) -> None:
     from openpyxl import load_workbook
 
     submitted = _submitted(draft, requester)
     book = load_workbook(io.BytesIO(signoff_xlsx(submitted)))
-    assert book.sheetnames == ["Summary", "Comparison", "Timeline"]
+    assert book.sheetnames == [
+        "Summary", "Comparison", "Whole run", "Step margins", "Timeline",
+    ]  # fmt: skip
     summary = {row[0].value: row[1].value for row in book["Summary"].iter_rows()}
     assert summary["Snapshot SHA-256"] == submitted.snapshot_sha256
     assert Decimal(str(summary["Amount"])) == submitted.amount

@@ -20,7 +20,7 @@ CONTRACT_KEYS = {
     "parallelism", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu",
     "mfu", "hfu", "memory_per_gpu_gib", "accelerator_memory_gib", "fits_in_memory",
     "time_per_step_breakdown_s", "bottleneck", "goodput", "training_days", "gpu_hours",
-    "warnings",
+    "warnings", "whole_run", "framework", "margins_applied", "memory_headroom",
 }  # fmt: skip
 MEMORY_KEYS = {"weights", "gradients", "optimizer", "activations", "other", "total"}
 BREAKDOWN_KEYS = {
@@ -31,6 +31,8 @@ BREAKDOWN_KEYS = {
     "dp_communication",
     "exposed_communication",
     "overheads",
+    "framework_overhead",
+    "network_jitter",
 }
 
 
@@ -58,6 +60,9 @@ def test_estimate_parallelism_echoes_layout(gpt3: dict) -> None:
 def test_estimate_breakdown_sums_to_step_time(gpt3: dict) -> None:
     parts = dict(gpt3["time_per_step_breakdown_s"])
     parts.pop("dp_communication")  # gross traffic time; only its exposed part costs time
+    # overheads is the sum of the two margins, listed beside it
+    margins = parts.pop("framework_overhead") + parts.pop("network_jitter")
+    assert_allclose(margins, parts["overheads"], rtol=1e-12)
     assert_allclose(sum(parts.values()), gpt3["step_time_s"], rtol=1e-12)
 
 

@@ -131,12 +131,14 @@ def test_activation_offload_frees_memory_and_costs_host_copies() -> None:
 
 
 def test_optimizer_offload_moves_adam_to_the_host() -> None:
-    kept = estimate(SMALL)
+    # DeepSpeed (ZeRO-Offload, ZeRO-Infinity) offers both offload modes.
+    base = scenario(SMALL, framework="deepspeed")
+    kept = estimate(base)
     for mode in ("optimizer", "optimizer_and_params"):
-        out = estimate(scenario(SMALL, training={"offload": mode}))
+        out = estimate(scenario(base, training={"offload": mode}))
         assert out["memory_per_gpu_gib"]["optimizer"] == 0.0
         assert out["step_time_s"] > kept["step_time_s"]
-    both = estimate(scenario(SMALL, training={"offload": "optimizer_and_params"}))
+    both = estimate(scenario(base, training={"offload": "optimizer_and_params"}))
     assert both["memory_per_gpu_gib"]["weights"] < kept["memory_per_gpu_gib"]["weights"]
 
 
@@ -152,8 +154,10 @@ def test_cpu_adam_time_is_parameters_times_traffic_over_host_bandwidth() -> None
     parameters = w.parameters / (valid.parallelism.tp * valid.parallelism.pp)
     shard = parameters / (valid.parallelism.dp * valid.parallelism.cp)
     extra = shard * SOFTWARE.optimizer_bytes_per_parameter / SOFTWARE.cpu_adam_bytes_per_s
-    margin = 1 + valid.margins.framework_overhead
-    assert_allclose(slower - fast, extra * margin, rtol=0.05)
+    # Both margins are shares of the margin-free step (layout.evaluate_layouts); with pp = 2
+    # and untied embeddings each stage holds exactly half the parameters, so this is exact.
+    margin = 1 + valid.margins.framework_overhead + valid.margins.network_jitter * w.jitter_scale
+    assert_allclose(slower - fast, extra * margin, rtol=1e-9)
 
 
 def test_tpu_slices_send_data_parallel_traffic_over_dcn() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import estimate, validate_scenario
+from estimator.core import estimate, memory, validate_scenario
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.workload import build_workload
 
-from .scenarios import GPT3_175B, SMALL, scenario
+from .scenarios import GPT3_175B, LLAMA3_405B, SMALL, scenario
 
 
 def evaluate(data: dict[str, Any], **columns: Any) -> LayoutResults:
@@ -62,7 +63,7 @@ def test_tpu_slice_is_one_fast_domain() -> None:
     data = scenario(
         SMALL,
         cluster={"accelerator": "TPU-v5p", "num_gpus": 16},
-        parallelism={"tp": 16, "pp": 1, "dp": 1},
+        parallelism={"tp": 16, "pp": 1, "dp": 1, "zero_stage": 3},  # MaxText: FSDP, no ZeRO-1
     )
     warnings = estimate(data)["warnings"]
     assert not any("TP group spans nodes" in w for w in warnings)
@@ -98,3 +99,138 @@ def test_margins_scale_step_time() -> None:
     default = estimate(SMALL)
     assert_allclose(plain["time_per_step_breakdown_s"]["overheads"], 0.0, atol=1e-15)
     assert default["step_time_s"] > 1.1 * plain["step_time_s"]
+
+
+# Memory of an uneven pipeline: the stage that needs the most.
+
+#: Llama 3 405B as trained (Dubey et al. 2024, table 4): tp 8, pp 16, dp 128 on 16,384
+#: H100s, one 8,192-token sequence per micro-batch, 1F1B, no recomputation.
+LLAMA3_1F1B = scenario(LLAMA3_405B, parallelism={"pipeline_schedule": "1f1b", "virtual_stages": 1})
+
+
+def test_llama3_405b_split_fits_on_80_gib() -> None:
+    # Uneven split 7 + 14 x 8 + 7; m = 2048 / 128 = 16 micro-batches in flight at most.
+    result = estimate(LLAMA3_1F1B)
+    total = result["memory_per_gpu_gib"]["total"]
+    assert total < 80.0
+    assert result["fits_in_memory"] is True
+    assert result["num_micro_batches"] == 16
+
+
+def test_llama3_405b_memory_is_the_fullest_stages() -> None:
+    parsed = validate_scenario(LLAMA3_1F1B)
+    assert parsed.parallelism is not None
+    assert parsed.parallelism.sequence_parallel  # defaults on with tp > 1
+    model = parsed.model
+    per_layer = float(memory.activation_bytes_per_layer(model, 8192.0, 8, True, 0))
+    logits = 4.0 * 8192 * model.vocab_size / 8  # fp32 logits on the last stage
+    expected = {
+        "first": 16 * 7 * per_layer,  # 16 micro-batches x 7 layers
+        "second": 15 * 8 * per_layer,  # p - 1 = 15 micro-batches x k = 8 layers
+        "last": 1 * 7 * per_layer + logits,
+    }
+    activations = {
+        stage: float(
+            memory.activation_bytes(
+                model, 8192.0, 8, 16, True, 0, 16, 1, 2.0, 0.0, 4.0, stage=stage
+            )
+        )
+        for stage in memory.STAGES
+    }
+    assert_allclose(list(activations.values()), list(expected.values()), rtol=1e-12)
+    # The second stage (120 layer-micro-batches) beats the first (112); its weights are
+    # 8 layers without an embedding against 7 with one (8 x 3.22 GB > 7 x 3.22 + 2.1 GB).
+    result = estimate(LLAMA3_1F1B)
+    assert_allclose(
+        result["memory_per_gpu_gib"]["activations"] * memory.GIB, expected["second"], rtol=1e-12
+    )
+    dense, _ = memory.stage_parameters(model, 8, 16, 1, "second")
+    assert_allclose(result["memory_per_gpu_gib"]["weights"] * memory.GIB, 2 * dense, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("changes", "worst"),
+    [
+        # a 4 M-token vocabulary: the first stage's embedding and 16 micro-batches in flight
+        ({"model": {"vocab_size": 4_000_000}}, "first"),
+        ({}, "second"),  # as trained: 15 micro-batches x 8 layers
+        # one micro-batch per step and a 1 M vocabulary: the last stage's head and logits
+        ({"model": {"vocab_size": 1_000_000}, "training": {"global_batch_size": 128}}, "last"),
+    ],
+)
+def test_memory_takes_the_worst_of_first_second_and_last_stage(changes: dict, worst: str) -> None:
+    parsed = validate_scenario(scenario(LLAMA3_1F1B, **changes))
+    w = build_workload(parsed)
+    assert parsed.parallelism is not None
+    lay = Layouts.single(parsed.parallelism)
+    m = np.ceil(w.global_batch_size / 128)
+    e = w.efficiency
+    per_stage = {}
+    for stage in memory.STAGES:
+        states = memory.model_state_bytes(
+            w.model, w.precision, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero_stage, "none", stage
+        )
+        acts = memory.activation_bytes(
+            w.model, 8192.0, lay.tp, lay.pp, lay.sequence_parallel, lay.recompute, m,
+            lay.virtual_stages, w.activation_bytes, 0.0, e.logits_bytes, stage,
+        )  # fmt: skip
+        tensors = float((sum(states) + acts)[0])
+        # allowance: fixed reserve + fragmentation share of the tensors (memory.allowance_bytes)
+        per_stage[stage] = tensors * (1 + e.fragmentation) + e.reserved_memory_gib * memory.GIB
+    assert max(per_stage, key=lambda s: per_stage[s]) == worst
+    total = evaluate_layouts(w, lay).total_memory[0]
+    assert_allclose(total, per_stage[worst], rtol=1e-12)
+
+
+# Margins: framework overhead on every step, network jitter growing with the cluster.
+
+BASE_PARTS = ("compute", "recompute", "tp_communication", "pp_bubble", "exposed_communication")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        SMALL,
+        GPT3_175B,
+        LLAMA3_1F1B,
+        scenario(SMALL, cluster={"num_gpus": 8}, parallelism={"dp": 2}),
+        scenario(GPT3_175B, margins={"framework_overhead": 0.25, "network_jitter": 0.2}),
+    ],
+    ids=["16-gpus", "1024-gpus", "16384-gpus", "one-node", "large-margins"],
+)
+def test_margins_are_shares_of_the_margin_free_step(data: dict) -> None:
+    result = estimate(data)
+    parts = result["time_per_step_breakdown_s"]
+    base = sum(parts[k] for k in BASE_PARTS)
+    parsed = validate_scenario(data)
+    o, j = parsed.margins.framework_overhead, parsed.margins.network_jitter
+    scale = build_workload(parsed).jitter_scale
+    assert_allclose(parts["framework_overhead"], o * base, rtol=1e-12)
+    assert_allclose(parts["network_jitter"], j * scale * base, rtol=1e-12, atol=1e-300)
+    assert_allclose(
+        parts["overheads"], parts["framework_overhead"] + parts["network_jitter"], rtol=1e-12
+    )
+    assert_allclose(result["step_time_s"], base * (1 + o + j * scale), rtol=1e-12)
+    assert result["margins_applied"] == {
+        "framework_overhead": o,
+        "network_jitter": j * scale,
+        "network_jitter_scale": scale,
+    }
+
+
+def test_network_jitter_costs_nothing_inside_one_node() -> None:
+    one_node = scenario(SMALL, cluster={"num_gpus": 8}, parallelism={"dp": 2})
+    default = estimate(one_node)
+    doubled = estimate(scenario(one_node, margins={"network_jitter": 0.10}))
+    assert default["time_per_step_breakdown_s"]["network_jitter"] == 0.0
+    assert doubled["step_time_s"] == default["step_time_s"]
+    assert doubled["training_days"] == default["training_days"]
+
+
+def test_network_jitter_at_1024_gpus_is_the_stated_margin() -> None:
+    # 1,024 GPUs, 8 per node: the scale is 1, so doubling j = 0.05 adds 0.05 x base.
+    default = estimate(GPT3_175B)
+    doubled = estimate(scenario(GPT3_175B, margins={"network_jitter": 0.10}))
+    base = sum(default["time_per_step_breakdown_s"][k] for k in BASE_PARTS)
+    assert_allclose(doubled["step_time_s"] - default["step_time_s"], 0.05 * base, rtol=1e-9)
+    assert_allclose(default["time_per_step_breakdown_s"]["network_jitter"], 0.05 * base, 1e-12)

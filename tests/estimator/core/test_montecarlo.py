@@ -16,7 +16,7 @@ from numpy.testing import assert_allclose
 
 from estimator.core import ScenarioError, estimate
 from estimator.core.calibration import family_sigma
-from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR, goodput
+from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR
 from estimator.core.montecarlo import (
     MARGIN_SPREAD,
     Uncertainty,
@@ -24,15 +24,17 @@ from estimator.core.montecarlo import (
     monte_carlo,
     percentiles,
     split_step_time,
+    step_time,
 )
 from estimator.core.scenario import Margins
 from estimator.core.validation import validate_scenario
+from estimator.core.wholerun import WHOLE_RUN_SIGMA, whole_run
 
 from .scenarios import GPT3_175B, SMALL, scenario
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Every input fixed at the scenario's defaults: margins 0.10 / 0.05, mean failure rate,
-#: 600 s restart (goodput.RESTART_S), full utilisation.
+#: 600 s restart (goodput.RESTART_S), full utilisation, no whole-run spread.
 COLLAPSED = Uncertainty(
     framework_overhead=(0.10, 0.10),
     network_jitter=(0.05, 0.05),
@@ -40,6 +42,7 @@ COLLAPSED = Uncertainty(
     failure_rate_sigma=0.0,
     restart_s=(600.0, 600.0),
     utilisation=(1.0, 1.0),
+    whole_run_sigma=0.0,
 )
 QUANTILES = ("p10", "p50", "p90", "mean")
 
@@ -60,19 +63,40 @@ def test_monte_carlo_same_seed_is_identical() -> None:
 
 
 def test_monte_carlo_other_seed_differs_but_close() -> None:
-    # The days spread by ~8 % (sd); the sampling error of a percentile over 4000 samples
-    # is ~0.2 %, so 2 % is > 5 standard errors while still catching a broken stream.
-    a = monte_carlo(GPT3_175B, seed=1)["training_days"]
-    b = monte_carlo(GPT3_175B, seed=2)["training_days"]
+    # The days spread lognormally with log-sd sigma = sqrt(sigma_e^2 + sigma_w^2) (the
+    # family's efficiency spread and the fitted whole-run spread, ~0.3). A P10/P90 of n
+    # samples has a relative standard error of about 1.71 sigma / sqrt(n) (the normal
+    # quantile's), and two seeds differ by sqrt(2) of that: 5 standard errors is ~2.5 % at
+    # n = 20,000, still far below what a broken stream would change.
+    n = 20_000
+    u = Uncertainty().resolved(Margins(), validate_scenario(GPT3_175B).cluster.spec.family)
+    assert u.efficiency_sigma is not None
+    sigma = math.hypot(u.efficiency_sigma, u.whole_run_sigma)
+    tolerance = 5 * math.sqrt(2) * 1.71 * sigma / math.sqrt(n)
+    a = monte_carlo(GPT3_175B, seed=1, samples=n)["training_days"]
+    b = monte_carlo(GPT3_175B, seed=2, samples=n)["training_days"]
     assert a != b
     for q in QUANTILES:
-        assert_allclose(a[q], b[q], rtol=0.02)
+        assert_allclose(a[q], b[q], rtol=tolerance)
+
+
+TPU_SLICE = scenario(
+    SMALL,
+    cluster={"accelerator": "TPU-v5p", "num_gpus": 64},
+    parallelism={"tp": 4, "pp": 1, "dp": 16, "zero_stage": 3},
+)
 
 
 @pytest.mark.parametrize(
     "base",
-    [SMALL, GPT3_175B, scenario(SMALL, parallelism="auto")],
-    ids=["small", "gpt3", "small-auto"],
+    [
+        SMALL,
+        GPT3_175B,
+        scenario(SMALL, parallelism="auto"),
+        scenario(GPT3_175B, run={"capacity": "spot", "evaluation_fraction": 0.03}),
+        TPU_SLICE,
+    ],
+    ids=["small", "gpt3", "small-auto", "gpt3-spot", "tpu-slice"],
 )
 def test_monte_carlo_collapsed_ranges_reproduce_estimate(base: dict) -> None:
     result = monte_carlo(base, seed=3, samples=500, uncertainty=COLLAPSED)
@@ -84,6 +108,13 @@ def test_monte_carlo_collapsed_ranges_reproduce_estimate(base: dict) -> None:
     }
     assert result["parallelism"] == expected["parallelism"]
     assert_all_quantiles(result, expected["training_days"], expected["gpu_hours"], rtol=1e-9)
+    # With two samples P10 and P90 pin both (linear interpolation): every sample is the
+    # deterministic whole run.
+    for seed in range(3):
+        pair = monte_carlo(base, seed=seed, samples=2, uncertainty=COLLAPSED)["training_days"]
+        low = (0.9 * pair["p10"] - 0.1 * pair["p90"]) / 0.8
+        high = (0.9 * pair["p90"] - 0.1 * pair["p10"]) / 0.8
+        assert_allclose([low, high], expected["training_days"], rtol=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -107,74 +138,89 @@ def test_monte_carlo_fixed_margins_match_estimate_with_those_margins(
     assert_all_quantiles(result, target["training_days"], target["gpu_hours"], rtol=1e-9)
 
 
-def test_split_step_time_reproduces_overheads() -> None:
-    # overheads = j C + o (core + j C) with C = TP + exposed communication (layout.py).
-    result = estimate(GPT3_175B)
-    margins = Margins()
-    core, communication = split_step_time(result, margins)
+@pytest.mark.parametrize("base", [SMALL, GPT3_175B], ids=["16-gpus", "1024-gpus"])
+def test_split_step_time_without_margins_is_the_margin_free_step(base: dict) -> None:
+    # The step rebuilt with both margins at zero is what estimate gives with zero margins
+    # (layout.py: step = base (1 + o + j s), s the cluster's jitter scale).
+    result = estimate(base)
+    core, communication = split_step_time(result, Margins())
+    zero = np.zeros(1)
+    rebuilt = float(step_time(core, communication, zero, zero)[0])
+    plain = estimate(scenario(base, margins={"framework_overhead": 0.0, "network_jitter": 0.0}))
+    assert_allclose(rebuilt, plain["step_time_s"], rtol=1e-9)
     parts = result["time_per_step_breakdown_s"]
-    assert communication == parts["tp_communication"] + parts["exposed_communication"]
-    jitter = margins.network_jitter * communication
-    expected = jitter + margins.framework_overhead * (core + jitter)
-    assert_allclose(expected, parts["overheads"], rtol=1e-9)
+    assert_allclose(rebuilt, result["step_time_s"] - parts["overheads"], rtol=1e-9)
 
 
-def test_monte_carlo_fixed_restart_goes_through_goodput() -> None:
-    # Only the schedule changes: days scale by g(600 s) / g(1200 s) (goodput.goodput).
+def whole_run_days(base: dict, steady_scale: float = 1.0, **kwargs: float) -> float:
+    """Whole-run days of ``base``'s steady state times ``steady_scale`` (wholerun.py)."""
+    result = estimate(base)
+    parsed = validate_scenario(base)
+    steady_s = result["whole_run"]["steady_state_days"] * 86400 * steady_scale
+    run = whole_run(
+        steady_s, result["parameters"], parsed.cluster.num_gpus, parsed.cluster.gpus_per_node,
+        parsed.run, **kwargs,
+    )  # fmt: skip
+    return run.training_days
+
+
+def test_monte_carlo_fixed_restart_goes_through_whole_run() -> None:
+    # Only the schedule changes: the whole run of the same steady state with R = 1,200 s.
     u = collapsed(restart_s=(1200.0, 1200.0))
     result = monte_carlo(GPT3_175B, seed=0, samples=200, uncertainty=u)
-    base = estimate(GPT3_175B)
-    ratio = base["goodput"] / goodput(base["parameters"], 1024, restart_s=1200.0).goodput
-    assert ratio > 1.0
-    days = base["training_days"] * ratio
+    days = whole_run_days(GPT3_175B, restart_s=1200.0)
+    assert days > estimate(GPT3_175B)["training_days"]
     assert_all_quantiles(result, days, days * 24 * 1024, rtol=1e-9)
 
 
-def test_monte_carlo_fixed_utilisation_divides_days() -> None:
+def test_monte_carlo_fixed_utilisation_stretches_the_steady_state() -> None:
+    # The job runs 80 % of the wall clock: its steady state takes 1 / 0.8 as long, and the
+    # whole run is built around that (the fixed ramp-up hours are not stretched).
     u = collapsed(utilisation=(0.8, 0.8))
     result = monte_carlo(SMALL, seed=0, samples=200, uncertainty=u)
-    base = estimate(SMALL)
-    assert_all_quantiles(result, base["training_days"] / 0.8, base["gpu_hours"] / 0.8, 1e-9)
+    days = whole_run_days(SMALL, steady_scale=1 / 0.8)
+    assert_all_quantiles(result, days, days * 24 * 16, 1e-9)
 
 
 def test_monte_carlo_default_p50_within_analytic_bounds() -> None:
     """P50 of days lies within bounds that follow from the default ranges alone.
 
-    days = det X k G / u, with u = 1 and independent factors:
+    days = W T(steady_0 X k / u, m lambda, R), with u = 1, T the whole run
+    (wholerun.whole_run, increasing in the steady state, the interruption rate and the
+    restart time) and independent factors:
 
-    * X = step / step_0 = (core + j C)(1 + o) / ((core + 0.05 C) 1.10) lies in
-      [(1.05 / 1.10)(1 / 1.05), (1.15 / 1.10)(1.10 / 1.05)], because o is sampled in
-      0.10 +- 0.05, j in 0.05 +- 0.05 and core >= C (core contains C), which puts the
-      extreme jitter ratios at core = C;
+    * X = step / step_0 = (1 + o + j s) / (1.10 + 0.05 s) (layout.py, s the cluster's jitter
+      scale) lies in [1.05 / (1.10 + 0.05 s), (1.15 + 0.10 s) / (1.10 + 0.05 s)], o being
+      sampled in 0.10 +- 0.05 and j in 0.05 +- 0.05;
     * k, the efficiency factor, lognormal with log-sd sigma_e (the family's);
-    * G = g_0 / g(m lambda, R), increasing in the failure multiplier m (log-sd sigma_f)
-      and in the restart time R in [300, 1200] s.
+    * m, the failure multiplier, lognormal with log-sd sigma_f; R in [300, 1200] s;
+    * W, the whole-run spread, lognormal with log-sd sigma_w.
 
-    For independent A, B and q = sqrt(0.5): P(A <= A_q, B <= B_q) = q^2 = 0.5, so
-    P50(A B) <= A_q B_q, and likewise P50(A B) >= A_(1-q) B_(1-q). With z = Phi^-1(q)
-    (0.545) that bounds P50 between det exp(-z sigma_e) g_0 / g(e^(-z sigma_f) lambda, 300)
-    and det a exp(z sigma_e) g_0 / g(e^(z sigma_f) lambda, 1200). 1 % slack covers the
-    sampling error of a median of 4000 samples (~0.2 %).
+    For independent k, m, W and q = 0.5^(1/3): P(k <= k_q, m <= m_q, W <= W_q) = q^3 = 0.5,
+    and on that event days <= W_q T(steady_0 X_max k_q, m_q lambda, 1200), so P50 lies
+    below that; likewise above W_(1-q) T(steady_0 X_min k_(1-q), m_(1-q) lambda, 300).
+    1 % slack covers the sampling error of a median of 4000 samples (~0.6 %).
     """
     family = validate_scenario(GPT3_175B).cluster.spec.family
     u = Uncertainty().resolved(Margins(), family)
-    assert u.efficiency_sigma is not None
+    sigma_e = u.efficiency_sigma
+    assert sigma_e is not None
     result = monte_carlo(GPT3_175B, seed=11, uncertainty=Uncertainty())
     days = result["training_days"]
     assert days["p10"] <= days["p50"] <= days["p90"]
     base = estimate(GPT3_175B)
-    z = NormalDist().inv_cdf(math.sqrt(0.5))
+    s = base["margins_applied"]["network_jitter_scale"]
+    z = NormalDist().inv_cdf(0.5 ** (1 / 3))
 
-    def goodput_factor(sign: float, restart: float) -> float:
+    def bound(sign: float, margins: float, restart: float) -> float:
+        steady = margins * math.exp(sign * z * sigma_e)
         rate = FAILURES_PER_DEVICE_HOUR * math.exp(sign * z * u.failure_rate_sigma)
-        return base["goodput"] / goodput(base["parameters"], 1024, restart, rate).goodput
+        whole = whole_run_days(GPT3_175B, steady, failure_rate=rate, restart_s=restart)
+        return whole * math.exp(sign * z * u.whole_run_sigma)
 
-    margin_max = (1.15 / 1.10) * (1.10 / 1.05)
-    margin_min = (1.05 / 1.10) * (1.00 / 1.05)
-    upper = margin_max * math.exp(z * u.efficiency_sigma) * goodput_factor(1.0, 1200.0)
-    lower = margin_min * math.exp(-z * u.efficiency_sigma) * goodput_factor(-1.0, 300.0)
-    assert lower * 0.99 * base["training_days"] <= days["p50"]
-    assert days["p50"] <= upper * 1.01 * base["training_days"]
+    upper = bound(1.0, (1.15 + 0.10 * s) / (1.10 + 0.05 * s), 1200.0)
+    lower = bound(-1.0, 1.05 / (1.10 + 0.05 * s), 300.0)
+    assert lower * 0.99 <= days["p50"] <= upper * 1.01
     assert_allclose(result["gpu_hours"]["p50"], days["p50"] * 24 * 1024, rtol=1e-9)
 
 
@@ -201,6 +247,7 @@ def test_monte_carlo_efficiency_spread_is_the_familys_out_of_sample_error() -> N
         ("failure_rate_sigma", 0.5, 1.5),
         ("restart_s", (300.0, 1200.0), (300.0, 7200.0)),
         ("utilisation", (0.95, 1.0), (0.7, 1.0)),
+        ("whole_run_sigma", 0.05, 0.2),
     ],
 )
 def test_monte_carlo_wider_range_wider_spread(field: str, narrow: Any, wide: Any) -> None:
@@ -228,6 +275,9 @@ def test_monte_carlo_wider_range_wider_spread(field: str, narrow: Any, wide: Any
         ({"efficiency_sigma": -0.1}, "uncertainty.efficiency_sigma"),
         ({"failure_rate_sigma": 3.0}, "uncertainty.failure_rate_sigma"),
         ({"failure_rate_sigma": True}, "uncertainty.failure_rate_sigma"),
+        ({"whole_run_sigma": -0.1}, "uncertainty.whole_run_sigma"),
+        ({"whole_run_sigma": 1.5}, "uncertainty.whole_run_sigma"),
+        ({"whole_run_sigma": None}, "uncertainty.whole_run_sigma"),
     ],
 )
 def test_uncertainty_bad_value_names_key(changes: dict, key: str) -> None:
@@ -380,3 +430,20 @@ def test_monte_carlo_with_the_callers_baseline_matches_its_own() -> None:
     own = monte_carlo(auto, seed=4, samples=500)
     given = monte_carlo(auto, seed=4, samples=500, baseline=estimate(auto))
     assert given == own
+
+
+def test_uncertainty_whole_run_sigma_defaults_to_the_fitted_spread() -> None:
+    assert Uncertainty().whole_run_sigma == WHOLE_RUN_SIGMA
+    family = validate_scenario(SMALL).cluster.spec.family
+    assert Uncertainty().resolved(Margins(), family).whole_run_sigma == WHOLE_RUN_SIGMA
+
+
+def test_monte_carlo_whole_run_spread_is_lognormal() -> None:
+    # Only W varies: P90 / P50 of days is exp(Phi^-1(0.9) sigma_w); sampling error ~1 %.
+    sigma = 0.2
+    result = monte_carlo(SMALL, seed=6, uncertainty=collapsed(whole_run_sigma=sigma))
+    days = result["training_days"]
+    assert_allclose(days["p90"] / days["p50"], math.exp(NormalDist().inv_cdf(0.9) * sigma), 0.02)
+    assert_allclose(days["p50"], estimate(SMALL)["training_days"], rtol=0.02)
+    speed = result["tokens_per_s_per_gpu"]  # the step is untouched
+    assert speed["p10"] == speed["p90"]

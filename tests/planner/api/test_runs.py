@@ -113,6 +113,27 @@ def test_run_executed_by_the_worker_service_shows_its_figures(
     assert Decimal(budget["cost"]["p50"]) <= Decimal(budget["cost"]["p90"])
 
 
+def test_a_finished_run_gives_clients_the_whole_run_margins_and_layouts_considered(
+    requester_api: APIClient, scenario: Scenario, requester: User
+) -> None:
+    run = finished_run(scenario, requester)
+    result = requester_api.get(f"/api/v1/runs/{run.pk}/").json()["result"]
+    assert result == run.result  # the estimate reaches clients whole
+    whole_run = result["whole_run"]
+    total = whole_run["steady_state_days"] + sum(whole_run["parts_days"].values())
+    assert total == pytest.approx(result["training_days"], rel=1e-9)
+    assert set(whole_run["parts_gpu_hours"]) == set(whole_run["parts_days"])
+    breakdown, margins = result["time_per_step_breakdown_s"], result["margins_applied"]
+    assert set(margins) >= {"framework_overhead", "network_jitter", "network_jitter_scale"}
+    assert breakdown["framework_overhead"] + breakdown["network_jitter"] == pytest.approx(
+        breakdown["overheads"]
+    )
+    assert result["alternatives"]  # the scenario lets the search pick its layout
+    for alternative in result["alternatives"]:
+        assert alternative["why"]
+        assert alternative["slower_by"] >= 0
+
+
 def test_runs_of_a_scenario_and_the_run_list(
     requester: User, requester_api: APIClient, scenario: Scenario
 ) -> None:

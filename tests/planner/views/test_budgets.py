@@ -501,20 +501,41 @@ def test_the_pdf_is_a_real_pdf_with_the_project_and_hash(
     assert submitted.snapshot_sha256 in text.replace("\n", "")
 
 
+def test_the_request_page_and_pdf_show_each_runs_whole_run_and_margins(
+    submitted: BudgetRequest, approver: User, runs: list[EstimationRun]
+) -> None:
+    html = _text(_client(approver).get(submitted.get_absolute_url()))
+    assert 'data-testid="budget-whole-run"' in html
+    for run in runs:
+        result = run.result or {}
+        assert f"{result['training_days']:.2f} d" in html
+        jitter = result["time_per_step_breakdown_s"]["network_jitter"]
+        assert f"{jitter:.3f} s per step" in html
+    for label in ("Steady-state training", "Allocation idle", "Total training time",
+                  "Framework overhead", "Network jitter"):  # fmt: skip
+        assert label in html, label
+    response = _client(approver).get(_url("budget-pdf", submitted))
+    text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(response.content)).pages)
+    for label in ("Whole run and step margins", "Steady-state training", "Network jitter"):
+        assert label in text, label
+
+
 def test_a_drafts_pdf_says_it_is_not_frozen(draft: BudgetRequest, requester: User) -> None:
     response = _client(requester).get(_url("budget-pdf", draft))
     text = "\n".join(p.extract_text() for p in PdfReader(io.BytesIO(response.content)).pages)
     assert "not frozen" in text.lower()
 
 
-def test_the_xlsx_opens_with_its_three_sheets(submitted: BudgetRequest, approver: User) -> None:
+def test_the_xlsx_opens_with_its_sheets(submitted: BudgetRequest, approver: User) -> None:
     response = _client(approver).get(_url("budget-xlsx", submitted))
     assert response.status_code == 200
     assert response["Content-Type"].startswith(
         "application/vnd.openxmlformats-officedocument.spreadsheetml"
     )
     book = load_workbook(io.BytesIO(response.content))
-    assert book.sheetnames == ["Summary", "Comparison", "Timeline"]
+    assert book.sheetnames == [
+        "Summary", "Comparison", "Whole run", "Step margins", "Timeline",
+    ]  # fmt: skip
     summary = {row[0]: row[1] for row in book["Summary"].iter_rows(values_only=True)}
     assert summary["Snapshot SHA-256"] == submitted.snapshot_sha256
     assert book["Comparison"].max_row == 4  # header, chosen, two alternatives

@@ -1,0 +1,149 @@
+"""Framework profiles: what a training framework can run, so the layout search stays within it.
+
+A scenario names one with the optional top-level key ``framework``; ``"auto"`` (the default)
+is what a careful team uses today on that hardware: Megatron-LM (Megatron-Core) on GPUs and
+Gaudi, MaxText on TPUs. Each profile states the parallelisms, pipeline schedules, ZeRO/FSDP
+stages, recomputation modes, fp8 and offload modes the framework supports, how much device
+memory it leaves free (the usable-memory fraction: allocator fragmentation beyond the
+modelled 5 %, peak transients of the optimizer step, NCCL buffers growing with the groups),
+whether tensor-parallel communication can overlap the matmuls, and whether the compiler
+rematerialises activations that do not fit (XLA).
+
+Sources: each framework's documentation of its parallelism options (Megatron-LM
+``arguments.py``; torchtitan's ``JobConfig``; DeepSpeed's configuration reference; MaxText's
+``base.yml``), as of 2025.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from estimator.core.errors import ScenarioError
+
+
+@dataclass(frozen=True)
+class FrameworkProfile:
+    """What one framework supports.
+
+    Attributes
+    ----------
+    id, name : str
+        Scenario value and display name.
+    tensor_parallel, pipeline_parallel, context_parallel, expert_parallel : bool
+        Which model-parallel axes the framework implements.
+    interleaved_schedule : bool
+        Whether pipelines may run the interleaved (virtual-stage) schedule.
+    zero_stages : tuple of int
+        Optimizer/gradient/weight sharding stages it offers (FSDP full shard = 3).
+    recompute : tuple of str
+        Activation recomputation modes.
+    fp8 : bool
+        Whether fp8 training is supported.
+    offload : tuple of str
+        ``training.offload`` modes supported.
+    memory_headroom : float
+        Share of device memory a run keeps free; the search only picks layouts within the
+        rest. [1]
+    tp_overlap : bool
+        Whether tensor-parallel collectives can overlap the matmuls (inside a node).
+    compiler_remat : bool
+        Whether the compiler rematerialises activations that do not fit (XLA).
+    """
+
+    id: str
+    name: str
+    tensor_parallel: bool = True
+    pipeline_parallel: bool = True
+    interleaved_schedule: bool = True
+    context_parallel: bool = True
+    expert_parallel: bool = True
+    zero_stages: tuple[int, ...] = (0, 1, 2, 3)
+    recompute: tuple[str, ...] = ("none", "selective", "full")
+    fp8: bool = True
+    offload: tuple[str, ...] = ("none", "optimizer", "optimizer_and_params")
+    memory_headroom: float = 0.10
+    tp_overlap: bool = True
+    compiler_remat: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        """The profile as the estimate output's ``framework`` object."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "memory_headroom": self.memory_headroom,
+            "supports": {
+                "tp": self.tensor_parallel,
+                "pp": self.pipeline_parallel,
+                "interleaved_schedule": self.interleaved_schedule,
+                "cp": self.context_parallel,
+                "ep": self.expert_parallel,
+                "zero_stages": list(self.zero_stages),
+                "recompute": list(self.recompute),
+                "fp8": self.fp8,
+                "offload": list(self.offload),
+                "tp_overlap": self.tp_overlap,
+                "compiler_remat": self.compiler_remat,
+            },
+        }
+
+
+PROFILES: dict[str, FrameworkProfile] = {
+    p.id: p
+    for p in (
+        # Megatron-Core: TP with sequence parallelism and comm overlap, PP (1F1B and
+        # interleaved, uneven first/last stages), CP (ring attention), EP, the distributed
+        # optimizer (ZeRO-1) and its FSDP (stage 3); optimizer CPU offload.
+        FrameworkProfile(
+            id="megatron-lm",
+            name="Megatron-LM",
+            zero_stages=(0, 1, 3),
+            offload=("none", "optimizer"),
+        ),
+        # torchtitan on PyTorch FSDP2: DDP or FSDP (stage 2 "reshard after forward off",
+        # stage 3), TP with async TP, PP schedules incl. interleaved, CP, EP, float8;
+        # FSDP CPU offload moves parameters, gradients and optimizer state together.
+        FrameworkProfile(
+            id="torchtitan",
+            name="torchtitan (PyTorch FSDP2)",
+            zero_stages=(0, 2, 3),
+            offload=("none", "optimizer_and_params"),
+        ),
+        # DeepSpeed (with Megatron-DeepSpeed for TP/PP): ZeRO 0-3 and ZeRO-Offload, 1F1B
+        # pipelines only, no ring-attention CP, no fp8 in the mainline engine, no TP overlap.
+        FrameworkProfile(
+            id="deepspeed",
+            name="DeepSpeed",
+            interleaved_schedule=False,
+            context_parallel=False,
+            fp8=False,
+            tp_overlap=False,
+        ),
+        # MaxText (JAX/XLA): data, FSDP (stage 3), tensor, sequence/context, expert and
+        # pipeline (circular = interleaved) axes; remat policies; XLA plans buffers ahead of
+        # time and rematerialises what does not fit, so it runs closer to the limit.
+        FrameworkProfile(
+            id="maxtext",
+            name="MaxText (JAX/XLA)",
+            zero_stages=(0, 3),
+            offload=("none",),
+            memory_headroom=0.05,
+            compiler_remat=True,
+        ),
+    )
+}
+#: What "auto" means per accelerator family; families not listed get Megatron-LM.
+DEFAULT_BY_FAMILY = {"google-tpu": "maxtext"}
+DEFAULT_FRAMEWORK = "megatron-lm"
+FRAMEWORK_CHOICES = ("auto", *PROFILES)
+
+
+def profile_for(name: str, family: str) -> FrameworkProfile:
+    """The profile a scenario's ``framework`` names (``"auto"``: the family's default)."""
+    if name == "auto":
+        name = DEFAULT_BY_FAMILY.get(family, DEFAULT_FRAMEWORK)
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ScenarioError(
+            "framework", f"must be one of {FRAMEWORK_CHOICES}, got {name!r}"
+        ) from None

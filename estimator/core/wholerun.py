@@ -1,0 +1,187 @@
+"""Whole-run wall clock: what a training run spends beyond its steady-state steps.
+
+``tokens / tokens_per_s`` is the steady state. A budget pays for the whole allocation, which
+also covers (each a separate part of the estimate's ``whole_run``):
+
+* **checkpoint writes** and **failures and restarts**: the Young/Daly model of
+  :mod:`estimator.core.goodput` (blocking writes every sqrt(2 delta M) seconds; each
+  interruption costs the restart time and, on average, half an interval of lost work);
+* **preemptions** of spot capacity: extra interruptions at the spot reclaim rate, each also
+  waiting for capacity to come back (only when the capacity is spot);
+* **evaluation**: periodic validation loss and downstream benchmarks on the training
+  devices, a share of the training time;
+* **ramp-up**: job start (scheduling, compilation, data-loader warm-up) and the slow first
+  steps and batch-size ramp, a fixed few hours plus a small share;
+* **stragglers**: slow or throttled devices and hosts that every synchronous step waits
+  for until they are found and drained, growing with the number of nodes;
+* **allocation idle**: time the allocation is held but not training (loss spikes being
+  investigated and rolled back, data-pipeline fixes, queueing for a replacement node,
+  maintenance), a share of the allocation fitted to published whole-run GPU-hours.
+
+Nothing here names a run: the constants are physical assumptions with their reasons, and
+``allocation_idle`` is the one figure fitted to published runs
+(``scripts/whole_run_fit.py``, ``estimator/data/whole_run.json``; docs/accuracy.md lists
+every run with its error and the leave-one-out figures).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from estimator.core.goodput import (
+    FAILURES_PER_DEVICE_HOUR,
+    RESTART_S,
+    checkpoint_write_time,
+    expected_segment_time,
+    mean_time_between_failures,
+    young_interval,
+)
+from estimator.core.scenario import RunSettings
+
+SECONDS_PER_HOUR = 3600.0
+#: Periodic evaluation (validation loss every few hundred steps, downstream benchmarks at
+#: checkpoints) as a share of training time: OLMo and Megatron-LM defaults evaluate on the
+#: order of 1 % of the tokens trained. [1]
+EVALUATION_FRACTION = 0.01
+#: Fixed start-up of a run: allocation, container start, compilation/autotuning and data
+#: loader warm-up, plus the first restarts while a new configuration settles. [h]
+RAMP_UP_HOURS = 4.0
+#: Steady-state throughput lost to learning-rate warm-up/batch-size ramp steps (small
+#: batches run at lower utilisation), as a share of training time. [1]
+RAMP_UP_FRACTION = 0.005
+#: Time lost to stragglers per doubling of the node count beyond one node: one slow GPU or
+#: host holds every synchronous step until it is drained. [1]
+STRAGGLER_FRACTION_PER_DOUBLING = 0.004
+#: Spot reclaim rate per node: cloud providers' spot advisors put GPU instances in their
+#: highest interruption band, above 20 % of instances per month. [1/h]
+SPOT_PREEMPTIONS_PER_NODE_HOUR = 0.20 / (30.0 * 24.0)
+#: Waiting for spot capacity to come back after a reclaim, beyond the restart. [s]
+SPOT_REACQUIRE_S = 3600.0
+#: Default share of the allocation held idle, when the fitted file is absent. [1]
+DEFAULT_ALLOCATION_IDLE = 0.05
+_FIT_FILE = Path(__file__).resolve().parent.parent / "data" / "whole_run.json"
+PARTS = (
+    "checkpoint_writes",
+    "failures_and_restarts",
+    "preemptions",
+    "evaluation",
+    "ramp_up",
+    "stragglers",
+    "allocation_idle",
+)
+
+
+#: Default spread of published whole runs around the model, when the fitted file is absent.
+DEFAULT_WHOLE_RUN_SIGMA = 0.25
+
+
+def _fitted() -> dict[str, float]:
+    try:
+        return dict(json.loads(_FIT_FILE.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return {}
+
+
+FIT_PATH = _FIT_FILE
+#: Share of the allocation held but idle, fitted to published whole runs. [1]
+ALLOCATION_IDLE = float(_fitted().get("allocation_idle", DEFAULT_ALLOCATION_IDLE))
+#: Log-sd of published whole runs around the model, beyond the efficiency spread. [1]
+WHOLE_RUN_SIGMA = float(_fitted().get("sigma", DEFAULT_WHOLE_RUN_SIGMA))
+
+
+@dataclass(frozen=True)
+class WholeRun:
+    """Whole-run days: the steady state plus each part (days, same keys as :data:`PARTS`)."""
+
+    steady_state_days: float
+    parts_days: dict[str, float]
+    mtbf_hours: float
+    interruptions_per_day: float
+    checkpoint_write_s: float
+    checkpoint_interval_s: float
+    restart_s: float
+
+    @property
+    def training_days(self) -> float:
+        return self.steady_state_days + sum(self.parts_days.values())
+
+    @property
+    def goodput(self) -> float:
+        """Share of the wall clock spent on steady-state training steps. [1]"""
+        return self.steady_state_days / self.training_days
+
+
+def _interruption_overheads(
+    work_s: float, checkpoint_s: float, restart_s: float, mtbf_s: float
+) -> tuple[float, float]:
+    """(checkpoint-write share, failure share) of the work time under Young/Daly."""
+    tau = young_interval(checkpoint_s, mtbf_s)
+    segment = expected_segment_time(tau, checkpoint_s, restart_s, mtbf_s)
+    return checkpoint_s / tau, (segment - tau - checkpoint_s) / tau
+
+
+def whole_run(
+    steady_state_s: float,
+    parameters: float,
+    num_devices: int,
+    node_size: int,
+    settings: RunSettings | None = None,
+    *,
+    failure_rate: float = FAILURES_PER_DEVICE_HOUR,
+    restart_s: float = RESTART_S,
+) -> WholeRun:
+    """The whole run of ``steady_state_s`` seconds of training steps.
+
+    Parameters
+    ----------
+    steady_state_s : float
+        tokens / tokens per second, margins applied. [s]
+    parameters : float
+        Model parameters (checkpoint size). [parameters]
+    num_devices, node_size : int
+        Accelerators in the job, and per node (stragglers and spot reclaims are per node).
+    settings : RunSettings, optional
+        The scenario's ``run`` object.
+    failure_rate : float
+        Interruptions per device-hour. [1/h]
+    restart_s : float
+        Time from an interruption to training again. [s]
+    """
+    s = settings or RunSettings()
+    evaluation = EVALUATION_FRACTION if s.evaluation_fraction is None else s.evaluation_fraction
+    idle = ALLOCATION_IDLE if s.allocation_idle is None else s.allocation_idle
+    nodes = max(1.0, num_devices / max(node_size, 1))
+    mtbf = mean_time_between_failures(num_devices, failure_rate)
+    delta = checkpoint_write_time(parameters, num_devices)
+    writes, failures = _interruption_overheads(steady_state_s, delta, restart_s, mtbf)
+    preempt = 0.0
+    if s.capacity == "spot":
+        spot_rate = failure_rate + SPOT_PREEMPTIONS_PER_NODE_HOUR * nodes / num_devices
+        spot_mtbf = mean_time_between_failures(num_devices, spot_rate)
+        spot_writes, spot_failures = _interruption_overheads(
+            steady_state_s, delta, restart_s + SPOT_REACQUIRE_S, spot_mtbf
+        )
+        preempt = spot_writes + spot_failures - writes - failures
+    busy = {
+        "checkpoint_writes": writes * steady_state_s,
+        "failures_and_restarts": failures * steady_state_s,
+        "preemptions": preempt * steady_state_s,
+        "evaluation": evaluation * steady_state_s,
+        "ramp_up": RAMP_UP_HOURS * SECONDS_PER_HOUR + RAMP_UP_FRACTION * steady_state_s,
+        "stragglers": STRAGGLER_FRACTION_PER_DOUBLING * math.log2(nodes) * steady_state_s,
+    }
+    held = steady_state_s + sum(busy.values())
+    busy["allocation_idle"] = held * idle / (1.0 - idle)
+    days = {k: v / 86400.0 for k, v in busy.items()}
+    return WholeRun(
+        steady_state_days=steady_state_s / 86400.0,
+        parts_days={k: days[k] for k in PARTS},
+        mtbf_hours=mtbf / SECONDS_PER_HOUR,
+        interruptions_per_day=86400.0 / mtbf,
+        checkpoint_write_s=delta,
+        checkpoint_interval_s=young_interval(delta, mtbf),
+        restart_s=restart_s,
+    )

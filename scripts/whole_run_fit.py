@@ -1,0 +1,163 @@
+"""Fit the whole-run model to published whole-run GPU-hours, with leave-one-source-out.
+
+Reads ``estimator/calibration/whole_runs.jsonl`` (one published run per line: a scenario
+with the run's token count and cluster, the GPU-hours the publication reports and what they
+cover). For every run it estimates the whole run with no allocation idle (steady state,
+checkpoints, failures, evaluation, ramp-up, stragglers: :mod:`estimator.core.wholerun`) and
+fits the one free figure, the share of the allocation held idle, as the source-balanced
+median of measured / modelled wall clock (the median over publications of each
+publication's median log ratio). The spread of published runs around the model that the
+efficiency spread does not explain becomes the Monte Carlo's ``whole_run_sigma``.
+
+Leave-one-source-out: each publication's runs are predicted with the idle share fitted on
+the other publications, and the Monte Carlo band is checked on them. Runs whose figure is
+not a whole pre-training run (flags ``throughput_based``: computed from steady-state
+throughput; ``includes_other_phases``: pre-training plus post-training or distillation) are
+listed and scored but not fitted.
+
+Writes ``estimator/data/whole_run.json``; ``scripts/accuracy_report.py`` renders it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from estimator.core import estimate  # noqa: E402
+from estimator.core.calibration import family_sigma  # noqa: E402
+from estimator.core.montecarlo import Uncertainty, monte_carlo  # noqa: E402
+from estimator.core.validation import validate_scenario  # noqa: E402
+from estimator.core.wholerun import FIT_PATH  # noqa: E402
+
+RUNS = ROOT / "estimator" / "calibration" / "whole_runs.jsonl"
+NOT_FITTED_FLAGS = ("throughput_based", "includes_other_phases")
+Z_80 = 1.2816
+MAX_IDLE = 0.5
+SAMPLES = 2000
+
+
+def load_runs(path: Path = RUNS) -> list[dict[str, Any]]:
+    """Every published run of ``path``."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def fitted(run: dict[str, Any]) -> bool:
+    """Whether a run's figure is a whole pre-training run (see the module docstring)."""
+    return not set(run.get("flags") or ()) & set(NOT_FITTED_FLAGS)
+
+
+def with_idle(scenario: dict[str, Any], idle: float) -> dict[str, Any]:
+    """The scenario with ``run.allocation_idle`` set."""
+    out = copy.deepcopy(scenario)
+    out["run"] = {**(out.get("run") or {}), "allocation_idle": idle}
+    return out
+
+
+def measured_days(run: dict[str, Any]) -> float:
+    return float(run["measured"]["gpu_hours"]) / 24.0 / run["scenario"]["cluster"]["num_gpus"]
+
+
+def balanced_log_ratio(logs: dict[str, list[float]]) -> float:
+    """Median over sources of each source's median log ratio."""
+    return statistics.median(statistics.median(v) for v in logs.values())
+
+
+def idle_from(log_ratio: float) -> float:
+    """The idle share s with 1 / (1 - s) = e^log_ratio, within [0, MAX_IDLE]."""
+    return min(MAX_IDLE, max(0.0, 1.0 - math.exp(-log_ratio)))
+
+
+def fit(runs: list[dict[str, Any]], busy: dict[str, float]) -> float:
+    logs: dict[str, list[float]] = defaultdict(list)
+    for run in runs:
+        logs[run["source_group"]].append(math.log(measured_days(run) / busy[run["id"]]))
+    return idle_from(balanced_log_ratio(logs)) if logs else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=FIT_PATH)
+    args = parser.parse_args(argv)
+    runs = load_runs()
+    busy = {r["id"]: float(estimate(with_idle(r["scenario"], 0.0))["training_days"]) for r in runs}
+    pool = [r for r in runs if fitted(r)]
+    idle = fit(pool, busy)
+    loo_idle = {
+        group: fit([r for r in pool if r["source_group"] != group], busy)
+        for group in {r["source_group"] for r in runs}
+    }
+    residuals, efficiency = [], []
+    for run in pool:
+        predicted = busy[run["id"]] / (1.0 - loo_idle[run["source_group"]])
+        residuals.append(math.log(predicted / measured_days(run)))
+        family = validate_scenario(run["scenario"]).cluster.spec.family
+        efficiency.append(family_sigma(family))
+    spread = sorted(abs(e) for e in residuals)
+    total = spread[min(len(spread) - 1, round(0.8 * (len(spread) - 1)))] / Z_80
+    mean_eff = statistics.fmean(s * s for s in efficiency)
+    sigma = round(math.sqrt(max(0.0025, total * total - mean_eff)), 4)
+    rows = []
+    for run in runs:
+        group, days = run["source_group"], measured_days(run)
+        loo = loo_idle[group] if fitted(run) else idle
+        scenario = with_idle(run["scenario"], loo)
+        spread_out = monte_carlo(
+            scenario, seed=1, samples=SAMPLES, uncertainty=Uncertainty(whole_run_sigma=sigma)
+        )
+        gpus = run["scenario"]["cluster"]["num_gpus"]
+        p10, p90 = (spread_out["gpu_hours"][p] for p in ("p10", "p90"))
+        measured = float(run["measured"]["gpu_hours"])
+        rows.append(
+            {
+                "id": run["id"],
+                "source_group": group,
+                "source": run["source"],
+                "accelerator": run["scenario"]["cluster"]["accelerator"],
+                "num_gpus": gpus,
+                "tokens": run["scenario"]["training"]["tokens"],
+                "fitted": fitted(run),
+                "flags": run.get("flags") or [],
+                "measured_gpu_hours": measured,
+                "in_sample_gpu_hours": busy[run["id"]] / (1.0 - idle) * 24.0 * gpus,
+                "out_of_sample_gpu_hours": busy[run["id"]] / (1.0 - loo) * 24.0 * gpus,
+                "steady_state_gpu_hours": float(
+                    estimate(run["scenario"])["whole_run"]["steady_state_gpu_hours"]
+                ),
+                "band_gpu_hours": [p10, p90],
+                "band_covers": p10 <= measured <= p90,
+                "measured_days": days,
+            }
+        )
+    record = {
+        "generated_by": "scripts/whole_run_fit.py",
+        "allocation_idle": round(idle, 4),
+        "sigma": sigma,
+        "runs": rows,
+    }
+    args.output.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    scored = [r for r in rows if r["fitted"]]
+    for kind in ("in_sample", "out_of_sample"):
+        errors = [r[f"{kind}_gpu_hours"] / r["measured_gpu_hours"] - 1 for r in scored]
+        ab = sorted(abs(e) for e in errors)
+        print(
+            f"{kind}: n={len(ab)} median {statistics.median(ab):.1%} "
+            f"P90 {ab[round(0.9 * (len(ab) - 1))]:.1%} mean {statistics.fmean(errors):+.1%}"
+        )
+    covered = sum(r["band_covers"] for r in scored)
+    print(f"allocation_idle {idle:.3f} sigma {sigma} band covers {covered}/{len(scored)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
