@@ -88,6 +88,7 @@ class ScenarioForm(forms.Form):
     framework = forms.ChoiceField(
         choices=FRAMEWORKS,
         initial="auto",
+        required=False,
         label="Framework",
         help_text="What the layout search may use; auto: Megatron-LM on GPUs, MaxText on TPUs",
     )
@@ -328,12 +329,17 @@ class ScenarioForm(forms.Form):
             "training": self._training(),
             "cluster": cluster,
             "parallelism": self._parallelism(data["num_gpus"]),
-            "framework": data.get("framework") or "auto",
+            **self._framework(),
             "margins": {
                 "framework_overhead": data["framework_overhead"],
                 "network_jitter": data["network_jitter"],
             },
         }
+
+    def _framework(self) -> dict[str, Any]:
+        """The ``framework`` key, left out for the default "auto" (as the contract's)."""
+        chosen = self.cleaned_data.get("framework") or "auto"
+        return {} if chosen == "auto" else {"framework": chosen}
 
     def service_arguments(self) -> dict[str, Any]:
         """Keyword arguments shared by ``scenario_create`` and ``scenario_update``."""
