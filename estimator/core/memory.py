@@ -82,8 +82,9 @@ def pipeline_split(num_layers: int, pp: Numeric) -> tuple[FloatArray, FloatArray
 def stage_index(stage: str, pp: Numeric) -> FloatArray:
     """Rank of ``stage`` in the pipeline: 0, 1 (the last one when p = 2) or p - 1."""
     pp = np.asarray(pp, dtype=np.float64)
-    index = {"first": np.zeros_like(pp), "second": np.minimum(1.0, pp - 1.0), "last": pp - 1.0}
-    return index[stage]
+    if stage == "first":
+        return np.zeros_like(pp)
+    return np.minimum(1.0, pp - 1.0) if stage == "second" else pp - 1.0
 
 
 def stage_layers(num_layers: int, pp: Numeric, stage: str) -> FloatArray:

@@ -86,10 +86,11 @@ def _fitted() -> dict[str, float]:
 
 
 FIT_PATH = _FIT_FILE
+_FIT = _fitted()
 #: Share of the allocation held but idle, fitted to published whole runs. [1]
-ALLOCATION_IDLE = float(_fitted().get("allocation_idle", DEFAULT_ALLOCATION_IDLE))
+ALLOCATION_IDLE = float(_FIT.get("allocation_idle", DEFAULT_ALLOCATION_IDLE))
 #: Log-sd of published whole runs around the model, beyond the efficiency spread. [1]
-WHOLE_RUN_SIGMA = float(_fitted().get("sigma", DEFAULT_WHOLE_RUN_SIGMA))
+WHOLE_RUN_SIGMA = float(_FIT.get("sigma", DEFAULT_WHOLE_RUN_SIGMA))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from estimator.core import model as arithmetic
 from estimator.core.calibration import SOFTWARE, Efficiency, Software, efficiency_for
 from estimator.core.catalog import AcceleratorSpec
 from estimator.core.frameworks import FrameworkProfile, profile_for
+from estimator.core.memory import GIB
 from estimator.core.scenario import Margins, ModelConfig, RunSettings, Scenario
 
 TPU_FAMILY = "google-tpu"
@@ -157,6 +158,6 @@ def build_workload(
         active_parameters=float(arithmetic.active_parameters(scenario.model)),
         framework=framework,
         jitter_scale=network_jitter_scale(cluster.num_gpus, node_size),
-        usable_memory=spec.memory_gib * (1.0 - framework.memory_headroom) * 1024.0**3,
+        usable_memory=spec.memory_gib * (1.0 - framework.memory_headroom) * GIB,
         run=scenario.run,
     )
