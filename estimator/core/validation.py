@@ -6,13 +6,14 @@ Every message names the offending key with its dotted path and says why, for exa
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
-from estimator.core.frameworks import FrameworkProfile, profile_for
+from estimator.core.frameworks import PROFILES, FrameworkProfile, profile_for
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
     FP8_RECIPES,
@@ -366,16 +367,46 @@ def validate_scenario(data: Any) -> Scenario:
         framework=_framework(data.get("framework"), cluster.spec.family),
         run=_run(data.get("run") or {}),
     )
-    _check_training_support(scenario, profile_for(scenario.framework, cluster.spec.family))
     if scenario.parallelism is not None:
         check_layout(scenario, scenario.parallelism)
-        check_framework(scenario, scenario.parallelism)
+    return _with_framework(scenario)
+
+
+def _with_framework(scenario: Scenario) -> Scenario:
+    """The scenario with ``framework`` resolved to a profile that runs it.
+
+    A named framework must run the layout and the training options (ScenarioError
+    otherwise). ``"auto"`` is the family's default profile when it runs them, else the
+    first profile (Megatron-LM, torchtitan, DeepSpeed, MaxText) that does: a contract-valid
+    scenario (ZeRO-2, full offload...) is never refused for a framework nobody named.
+    """
+    family = scenario.cluster.spec.family
+    if scenario.framework != "auto":
+        _check_runs(scenario, profile_for(scenario.framework, family))
+        return scenario
+    default = profile_for("auto", family)
+    # TPUs run MaxText only; GPUs may fall back to any other profile.
+    others = [] if family == TPU_FAMILY else [p for p in PROFILES.values() if p is not default]
+    for profile in [default, *others]:
+        try:
+            _check_runs(scenario, profile)
+        except ScenarioError:
+            continue
+        return dataclasses.replace(scenario, framework=profile.id)
+    _check_runs(scenario, default)  # raises, naming the key the default profile refuses
     return scenario
 
 
-def check_framework(scenario: Scenario, layout: ParallelismConfig) -> None:
-    """An explicit layout and the training options must be ones the framework runs."""
-    profile = profile_for(scenario.framework, scenario.cluster.spec.family)
+def _check_runs(scenario: Scenario, profile: FrameworkProfile) -> None:
+    _check_training_support(scenario, profile)
+    if scenario.parallelism is not None:
+        check_framework(scenario, scenario.parallelism, profile)
+
+
+def check_framework(
+    scenario: Scenario, layout: ParallelismConfig, profile: FrameworkProfile
+) -> None:
+    """An explicit layout must be one the framework ``profile`` runs."""
     name = f"framework {profile.id!r}"
     axes = {
         "tp": profile.tensor_parallel,

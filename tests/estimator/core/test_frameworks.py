@@ -61,9 +61,7 @@ def test_unknown_framework_names_the_key() -> None:
         ),
         # Megatron-LM: distributed optimizer (1) or FSDP (3), no ZeRO-2; explicit or "auto".
         ({"framework": "megatron-lm", "parallelism": {"zero_stage": 2}}, "parallelism.zero_stage"),
-        ({"parallelism": {"zero_stage": 2}}, "parallelism.zero_stage"),
         ({"framework": "torchtitan", "parallelism": {"zero_stage": 1}}, "parallelism.zero_stage"),
-        ({"training": {"offload": "optimizer_and_params"}}, "training.offload"),
         ({"framework": "torchtitan", "parallelism": {"zero_stage": 3},
           "training": {"offload": "optimizer"}}, "training.offload"),
         # TPUs run MaxText only; "auto" there is MaxText (FSDP = 3, no ZeRO-1).
@@ -90,7 +88,6 @@ def test_validation_rejects_what_the_framework_does_not_run(changes: dict, key: 
     [
         {"framework": "maxtext", "cluster": {"accelerator": "TPU-v5p"},
          "parallelism": {"zero_stage": 3}},
-        {"framework": "auto", "parallelism": {"zero_stage": 3}},
         {"framework": "torchtitan", "parallelism": {"zero_stage": 2}},
         {"framework": "deepspeed", "parallelism": {"zero_stage": 2}},
         {"framework": "megatron-lm", "training": {"offload": "optimizer"}},
@@ -111,7 +108,6 @@ def test_validation_accepts_what_the_framework_runs(changes: dict) -> None:
     ("changes", "key"),
     [
         ({"framework": "deepspeed", "training": {"precision": "fp8"}}, "training.precision"),
-        ({"training": {"offload": "optimizer_and_params"}}, "training.offload"),
     ],
 )
 def test_auto_layout_rejects_training_options_the_framework_lacks(changes: dict, key: str) -> None:
@@ -210,3 +206,24 @@ def test_cli_bad_framework_exits_2_naming_it(tmp_path: Path, framework: str, mes
     assert done.stderr.startswith(message)
     assert done.stderr.count("\n") == 1
     assert done.stderr.endswith("\n")
+
+
+@pytest.mark.parametrize(
+    ("changes", "resolved"),
+    [
+        ({"framework": "auto", "parallelism": {"zero_stage": 3}}, "megatron-lm"),
+        ({"parallelism": {"zero_stage": 2}}, "torchtitan"),
+        # GPT-3's stated ZeRO-1 rules torchtitan out; DeepSpeed runs both.
+        ({"training": {"offload": "optimizer_and_params"}}, "deepspeed"),
+        ({"training": {"offload": "optimizer_and_params"}, "parallelism": "auto"}, "torchtitan"),
+        ({"cluster": {"accelerator": "TPU-v5p"}, "parallelism": {"zero_stage": 3}}, "maxtext"),
+    ],
+)
+def test_auto_framework_resolves_to_the_first_profile_that_runs_the_scenario(
+    changes: dict, resolved: str
+) -> None:
+    # A contract-valid scenario is never refused for a framework nobody named: "auto" is
+    # the family's default when it runs the scenario, else the first profile that does.
+    parsed = validate_scenario(scenario(GPT3_175B, **changes))
+    assert parsed.framework == resolved
+    assert estimate(scenario(GPT3_175B, **changes))["framework"]["id"] == resolved

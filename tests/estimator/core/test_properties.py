@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
@@ -179,6 +179,9 @@ def test_training_days_double_with_tokens(data: dict[str, Any]) -> None:
 def test_activation_offload_never_adds_memory_nor_saves_time(data: dict[str, Any]) -> None:
     results = _vary(data, "activation_offload", [0, 1])
     assert _non_increasing(results.activations)
+    # Where the compiler must rematerialise the activations that do not fit (XLA), offload
+    # rightly saves that recompute time; the property holds when it need not.
+    assume(results.recompute[0] == results.recompute[1])
     assert _non_increasing(-results.step_time)
 
 
