@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from estimator.core import finetune
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
 from estimator.core.workload import Workload
@@ -187,9 +188,69 @@ def lm_head_time(w: Workload, tokens: Numeric, tp: Numeric) -> tuple[FloatArray,
     return flop_part, 3.0 * gemm_byte_time(w, tokens, md.hidden_size, n) + loss_bytes / bandwidth
 
 
+def optimizer_bytes(w: Workload, parameters: Numeric) -> FloatArray:
+    """Bytes one optimizer step streams over the parameters a device updates.
+
+    AdamW in mixed precision moves ``optimizer_bytes_per_parameter`` (read and write its
+    16 B of state plus the gradient); other optimizers and adapters in proportion to the
+    state they keep (:func:`finetune.state_bytes`). [B]"""
+    states = sum(finetune.state_bytes(w.precision, w.optimizer, w.method.adapters))
+    scale = states / sum(finetune.state_bytes("bf16", "adamw", False))
+    per_parameter = w.software.optimizer_bytes_per_parameter * scale
+    return np.asarray(parameters, dtype=np.float64) * per_parameter
+
+
 def optimizer_time(w: Workload, parameters: Numeric) -> FloatArray:
-    """One Adam step over the parameters a device updates, streamed from memory. [s]"""
-    moved = np.asarray(parameters, dtype=np.float64) * w.software.optimizer_bytes_per_parameter
+    """One optimizer step on the device, streamed from memory (:func:`optimizer_bytes`). [s]"""
+    return optimizer_bytes(w, parameters) / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+
+
+def adapter_gemm_time(
+    w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric
+) -> tuple[FloatArray, FloatArray]:
+    """Forward time of one layer's LoRA adapters for one micro-batch, (flop, byte) parts.
+
+    Each adapted (k x n) matmul of :func:`layer_gemm_shapes` gains x A (k x r) and (x A) B
+    (r x n), split over tp like the matrix they adapt; the skinny shapes run at the
+    roofline of their padded tiles. Their backward is twice the forward (both gradients). [s]
+    """
+    shape = np.broadcast(tokens, tp, ep).shape
+    flop_part, byte_part = np.zeros(shape), np.zeros(shape)
+    if not w.method.adapters:
+        return flop_part, byte_part
+    r = float(w.method.rank)
+    for rows, k, n, weight, slowdown, target in _targeted_shapes(w, tp, ep):
+        if target not in w.method.targets:
+            continue
+        m = rows * np.asarray(tokens, dtype=np.float64)
+        for kk, nn in ((k, r), (r, n)):
+            flop_part = flop_part + weight * slowdown * gemm_flop_time(w, m, kk, nn)
+            byte_part = byte_part + weight * slowdown * gemm_byte_time(w, m, kk, nn)
+    return flop_part, byte_part
+
+
+def _targeted_shapes(
+    w: Workload, tp: Numeric, ep: Numeric
+) -> list[tuple[FloatArray, FloatArray, FloatArray, FloatArray, float, str]]:
+    """:func:`layer_gemm_shapes` with the LoRA target each belongs to (the router: none)."""
+    shapes = layer_gemm_shapes(w, tp, ep)
+    targets = ["attention", "attention", "mlp", "mlp"]
+    if w.model.moe is not None:
+        targets += ["router", "mlp", "mlp", "mlp", "mlp"]
+    return [(*shape, target) for shape, target in zip(shapes, targets, strict=True)]
+
+
+def dequantize_time(w: Workload, tp: Numeric, ep: Numeric) -> FloatArray:
+    """QLoRA: dequantising one layer's NF4 weights to 16 bits before a pass's matmuls
+    (read NF4_BITS / 8, write 2 B per weight; the matmul's own read of the 16-bit copy is in
+    :func:`gemm_byte_time`), memory-bound. 0 for other methods. [s]"""
+    shape = np.broadcast(tp, ep).shape
+    if w.method.type != "qlora":
+        return np.zeros(shape)
+    weights = np.zeros(shape)
+    for _, k, n, count, _ in layer_gemm_shapes(w, tp, ep):
+        weights = weights + count * np.asarray(k, dtype=np.float64) * n
+    moved = weights * (finetune.NF4_BITS / 8.0 + w.activation_bytes)
     return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
 
 

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from estimator.core import memory
-from estimator.core import model as arithmetic
+from estimator.core import finetune, memory
 from estimator.core.calibration import FAMILY_EFFICIENCY
 from estimator.core.errors import ScenarioError
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
@@ -137,8 +137,10 @@ def _throughput(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> dic
     step = _scalar(r, "step_time")
     tokens_per_s = _scalar(r, "tokens_per_step") / step
     per_gpu = tokens_per_s / w.num_gpus
-    model_flops = arithmetic.model_flops_per_token(w.model)
-    hardware_flops = arithmetic.hardware_flops_per_token(w.model, layout.recompute)
+    model_flops = finetune.training_flops_per_token(w.model, w.method)
+    hardware_flops = model_flops + finetune.recompute_flops_per_token(
+        w.model, w.method, layout.recompute
+    )
     return {
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
@@ -155,7 +157,8 @@ def _throughput(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> dic
 
 
 def _schedule(w: Workload, tokens_per_s: float) -> dict[str, Any]:
-    run = whole_run(w.tokens / tokens_per_s, w.parameters, w.num_gpus, w.node_size, w.run)
+    saved = finetune.checkpoint_parameters(w.model, w.method)
+    run = whole_run(w.tokens / tokens_per_s, saved, w.num_gpus, w.node_size, w.run)
     hours = 24.0 * w.num_gpus
     return {
         "goodput": run.goodput,
@@ -187,6 +190,49 @@ def _margins_applied(w: Workload) -> dict[str, float]:
     }
 
 
+def _training_method(w: Workload, layout: ParallelismConfig) -> dict[str, Any]:
+    """What is trained and with what, and the host memory a node needs for offload."""
+    trainable = finetune.trainable_parameters(w.model, w.method)
+    return {
+        **w.method.as_dict(),
+        "optimizer": w.optimizer,
+        "offload": w.offload,
+        "description": finetune.describe(w.method, w.optimizer),
+        "trainable_parameters": trainable,
+        "trainable_share": trainable / w.parameters,
+        "host_memory_per_node_gib": _host_memory_per_node(w, layout) / GIB,
+    }
+
+
+def _host_memory_per_node(w: Workload, layout: ParallelismConfig) -> float:
+    """Host memory the offloaded state of one node's devices takes (0 without offload):
+    each device's optimizer state (and master copy), and with parameter offload its
+    weights, as ``model_state_bytes`` would hold them on the device. [B]"""
+    if w.offload == "none":
+        return 0.0
+    on_device = dataclasses.replace(w, offload="none")
+    r = evaluate_layouts(on_device, Layouts.single(layout))
+    host = _scalar(r, "optimizer")
+    if w.offload == "optimizer_and_params":
+        host += _scalar(r, "weights")
+    return host * min(w.node_size, w.num_gpus)
+
+
+#: Host memory beyond which offloaded state outgrows many 8-GPU servers (cloud H100 and
+#: A100 nodes carry 1-2 TiB; NVIDIA DGX H100: 2 TB). [GiB]
+HOST_MEMORY_WARNING_GIB = 1024.0
+
+
+def _host_warnings(method: Mapping[str, Any]) -> list[str]:
+    need = method["host_memory_per_node_gib"]
+    if need <= HOST_MEMORY_WARNING_GIB:
+        return []
+    return [
+        f"offload needs {need:,.0f} GiB of host memory per node for the offloaded state; "
+        "8-GPU servers carry 1-2 TiB: check the nodes, or shard over more of them"
+    ]
+
+
 def _headroom(w: Workload, total_gib: float) -> dict[str, float]:
     usable = w.usable_memory / GIB
     return {
@@ -212,7 +258,7 @@ def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
         "estimator_version": ESTIMATOR_VERSION,
         "parameters": w.parameters,
         "active_parameters": w.active_parameters,
-        "model_flops_per_token": arithmetic.model_flops_per_token(w.model),
+        "model_flops_per_token": finetune.training_flops_per_token(w.model, w.method),
         "parallelism": layout.as_dict(),
     }
     out.update(_throughput(w, layout, r))
@@ -228,10 +274,11 @@ def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
         }
     )
     out.update(_schedule(w, out["tokens_per_s"]))
+    out["training_method"] = _training_method(w, layout)
     out["framework"] = w.framework.as_dict()
     out["margins_applied"] = _margins_applied(w)
     out["memory_headroom"] = _headroom(w, out["memory_per_gpu_gib"]["total"])
-    out["warnings"] = _warnings(w, layout, r)
+    out["warnings"] = _warnings(w, layout, r) + _host_warnings(out["training_method"])
     return out
 
 

@@ -48,6 +48,12 @@ class FrameworkProfile:
         Whether tensor-parallel collectives can overlap the matmuls (inside a node).
     compiler_remat : bool
         Whether the compiler rematerialises activations that do not fit (XLA).
+    methods : tuple of str
+        ``training.method.type`` values it trains (full, LoRA, QLoRA).
+    freezing : bool
+        Whether it freezes chosen layers and embeddings (``frozen_layers``).
+    optimizers : tuple of str
+        ``training.optimizer`` values it offers.
     """
 
     id: str
@@ -64,6 +70,9 @@ class FrameworkProfile:
     memory_headroom: float = 0.10
     tp_overlap: bool = True
     compiler_remat: bool = False
+    methods: tuple[str, ...] = ("full",)
+    freezing: bool = True
+    optimizers: tuple[str, ...] = ("adamw",)
 
     def as_dict(self) -> dict[str, object]:
         """The profile as the estimate output's ``framework`` object."""
@@ -83,6 +92,9 @@ class FrameworkProfile:
                 "offload": list(self.offload),
                 "tp_overlap": self.tp_overlap,
                 "compiler_remat": self.compiler_remat,
+                "methods": list(self.methods),
+                "freezing": self.freezing,
+                "optimizers": list(self.optimizers),
             },
         }
 
@@ -92,12 +104,15 @@ PROFILES: dict[str, FrameworkProfile] = {
     for p in (
         # Megatron-Core: TP with sequence parallelism and comm overlap, PP (1F1B and
         # interleaved, uneven first/last stages), CP (ring attention), EP, the distributed
-        # optimizer (ZeRO-1) and its FSDP (stage 3); optimizer CPU offload.
+        # optimizer (ZeRO-1) and its FSDP (stage 3); optimizer CPU offload; Adam and SGD
+        # (--optimizer); LoRA through Megatron-Bridge/NeMo PEFT.
         FrameworkProfile(
             id="megatron-lm",
             name="Megatron-LM",
             zero_stages=(0, 1, 3),
             offload=("none", "optimizer"),
+            methods=("full", "lora"),
+            optimizers=("adamw", "sgd"),
         ),
         # torchtitan on PyTorch FSDP2: DDP or FSDP (stage 2 "reshard after forward off",
         # stage 3), TP with async TP, PP schedules incl. interleaved, CP, EP, float8;
@@ -109,7 +124,9 @@ PROFILES: dict[str, FrameworkProfile] = {
             offload=("none", "optimizer_and_params"),
         ),
         # DeepSpeed (with Megatron-DeepSpeed for TP/PP): ZeRO 0-3 and ZeRO-Offload, 1F1B
-        # pipelines only, no ring-attention CP, no fp8 in the mainline engine, no TP overlap.
+        # pipelines only, no ring-attention CP, no fp8 in the mainline engine, no TP overlap;
+        # any PyTorch optimizer passed in (bitsandbytes 8-bit AdamW, Adafactor, Lion); LoRA
+        # (DeepSpeed-Chat).
         FrameworkProfile(
             id="deepspeed",
             name="DeepSpeed",
@@ -117,10 +134,13 @@ PROFILES: dict[str, FrameworkProfile] = {
             context_parallel=False,
             fp8=False,
             tp_overlap=False,
+            methods=("full", "lora"),
+            optimizers=("adamw", "adamw8bit", "adafactor", "sgd", "lion"),
         ),
-        # MaxText (JAX/XLA): data, FSDP (stage 3), tensor, sequence/context, expert and
-        # pipeline (circular = interleaved) axes; remat policies; XLA plans buffers ahead of
-        # time and rematerialises what does not fit, so it runs closer to the limit.
+        # MaxText (JAX/XLA; opt_type adamw or sgd): data, FSDP (stage 3), tensor,
+        # sequence/context, expert and pipeline (circular = interleaved) axes; remat
+        # policies; XLA plans buffers ahead of time and rematerialises what does not fit, so
+        # it runs closer to the limit.
         FrameworkProfile(
             id="maxtext",
             name="MaxText (JAX/XLA)",
@@ -128,6 +148,25 @@ PROFILES: dict[str, FrameworkProfile] = {
             offload=("none",),
             memory_headroom=0.05,
             compiler_remat=True,
+            optimizers=("adamw", "sgd"),
+        ),
+        # Hugging Face Transformers + PEFT on Accelerate (DDP, DeepSpeed ZeRO 1-3 or FSDP),
+        # the usual fine-tuning stack: LoRA and QLoRA (bitsandbytes NF4, FSDP-QLoRA), every
+        # optimizer above, CPU offload; no model parallelism, gradient checkpointing only
+        # whole layers, no fp8.
+        FrameworkProfile(
+            id="hf-peft",
+            name="Hugging Face PEFT (Accelerate)",
+            tensor_parallel=False,
+            pipeline_parallel=False,
+            interleaved_schedule=False,
+            context_parallel=False,
+            expert_parallel=False,
+            recompute=("none", "full"),
+            fp8=False,
+            tp_overlap=False,
+            methods=("full", "lora", "qlora"),
+            optimizers=("adamw", "adamw8bit", "adafactor", "sgd", "lion"),
         ),
     )
 }

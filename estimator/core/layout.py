@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from estimator.core import comms, compute, memory
+from estimator.core import comms, compute, finetune, memory
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
 from estimator.core.scenario import ParallelismConfig
@@ -124,25 +124,39 @@ def _micro_batch(w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArr
     overhead = w.software.layer_overhead_s * w.efficiency.layer_overhead_scale
     casts = compute.fp8_cast_time(w, tokens, lay.tp, lay.ep)
     forward_elem, backward_elem = forward_elem + casts / 2, backward_elem + casts / 2
-    forward_layer = gemm_flop + gemm_byte + attention + forward_elem
-    backward_layer = (
-        2 * (gemm_flop + gemm_byte)
-        + compute.ATTENTION_BACKWARD_FACTOR * attention
+    # Training method (finetune): adapters add their skinny matmuls, QLoRA dequantises the
+    # weights before each pass; frozen weights skip their weight-gradient matmul, and layers
+    # below every trained weight skip the backward altogether.
+    adapter_flop, adapter_byte = compute.adapter_gemm_time(w, tokens, lay.tp, lay.ep)
+    dequantize = compute.dequantize_time(w, lay.tp, lay.ep)
+    through = finetune.backward_layer_share(w.model, w.method)
+    gemm_backward = through + finetune.weight_gradient_layer_share(w.model, w.method)
+    adapters = adapter_flop + adapter_byte
+    forward_layer = gemm_flop + gemm_byte + attention + forward_elem + adapters + dequantize
+    backward_layer = gemm_backward * (gemm_flop + gemm_byte) + through * (
+        compute.ATTENTION_BACKWARD_FACTOR * attention
         + backward_elem
+        + 2 * adapters
+        + dequantize
         + overhead
     )
-    recompute_layer = np.where(
+    recompute_layer = through * np.where(
         lay.recompute == 2, forward_layer, np.where(lay.recompute == 1, attention, 0.0)
     )
-    memory_layer = 3 * gemm_byte + forward_elem + backward_elem
+    memory_layer = (1 + gemm_backward) * gemm_byte + forward_elem + backward_elem + dequantize
+    head_backward = 2.0 if finetune.head_trained(w.model, w.method) else 1.0
     balance = _stage_share(
-        w, lay, layers, forward_layer + backward_layer + recompute_layer, head_flop + head_byte
+        w,
+        lay,
+        layers,
+        forward_layer + backward_layer + recompute_layer,
+        (1 + head_backward) / 3 * (head_flop + head_byte),
     )
     return _MicroBatch(
         forward=balance * (layers * forward_layer + head_flop / 3 + head_byte / 3),
-        backward=balance * (layers * backward_layer + 2 * (head_flop + head_byte) / 3),
+        backward=balance * (layers * backward_layer + head_backward * (head_flop + head_byte) / 3),
         recompute=balance * layers * recompute_layer,
-        attention=layers * (1 + compute.ATTENTION_BACKWARD_FACTOR) * attention,
+        attention=layers * (1 + through * compute.ATTENTION_BACKWARD_FACTOR) * attention,
         memory_bound=layers * memory_layer + head_byte,
     )
 
@@ -221,21 +235,35 @@ def _dp_gather_times(w: Workload, lay: Layouts) -> tuple[FloatArray, FloatArray]
     over the data-parallel group (d c ranks; routed experts over d c / e).
 
     Each volume moves as one collective per layer of the stage (FSDP units, DDP buckets),
-    so the latency is paid per layer. Gradients are reduced in the training precision.
+    so the latency is paid per layer. Gradients are reduced in the training precision, and
+    only for what is trained (the adapters under LoRA); weights move at their stored size
+    (NF4 under QLoRA, plus the adapters).
     """
-    wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision)
+    wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision, w.optimizer, w.method.adapters)
     dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
     dp_cp = lay.dp * lay.cp
     collectives = memory.layers_per_stage(w.model.num_layers, lay.pp) + 1.0
     bw, lat = _group_link(w, dp_cp, lay.tp)
     bw_e, lat_e = _group_link(w, dp_cp / lay.ep, lay.tp * lay.ep)
+    adapters = _adapter_parameters(w, lay)
 
-    def gather(per_value: float) -> FloatArray:
+    def gather(dense_bytes: FloatArray, expert_bytes: FloatArray) -> FloatArray:
         return comms.all_gather_time(
-            dense * per_value, dp_cp, bw, lat * collectives
-        ) + comms.all_gather_time(expert * per_value, dp_cp / lay.ep, bw_e, lat_e * collectives)
+            dense_bytes, dp_cp, bw, lat * collectives
+        ) + comms.all_gather_time(expert_bytes, dp_cp / lay.ep, bw_e, lat_e * collectives)
 
-    return gather(wbytes), gather(gbytes)
+    base = finetune.base_weight_bytes(w.model, w.method, wbytes)
+    weights = gather(base * dense + wbytes * adapters, base * expert)
+    if w.method.adapters:
+        return weights, gather(gbytes * adapters, 0.0 * adapters)
+    share = finetune.trained_share(w.model, w.method)
+    return weights, gather(share * gbytes * dense, share * gbytes * expert)
+
+
+def _adapter_parameters(w: Workload, lay: Layouts) -> FloatArray:
+    """LoRA adapter parameters one device of the busiest stage holds (0 without). [1]"""
+    per_layer = finetune.adapter_parameters(w.model, w.method) / w.model.num_layers
+    return per_layer * memory.layers_per_stage(w.model.num_layers, lay.pp) / lay.tp
 
 
 def _dp_times(
@@ -275,7 +303,7 @@ def _stage_memory(
 ) -> tuple[FloatArray, ...]:
     weights, gradients, optimizer = memory.model_state_bytes(
         w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage, w.offload,
-        stage,
+        stage, w.method, w.optimizer,
     )  # fmt: skip
     activations = memory.activation_bytes(
         w.model,
@@ -290,7 +318,7 @@ def _stage_memory(
         lay.activation_offload,
         w.efficiency.logits_bytes,
         stage,
-    )
+    ) * finetune.backward_layer_share(w.model, w.method)
     tensors = weights + gradients + optimizer + activations
     e = w.efficiency
     other = memory.allowance_bytes(tensors, e.reserved_memory_gib * memory.GIB, e.fragmentation)
@@ -313,10 +341,17 @@ def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tup
 
 
 def _optimizer_parameters(w: Workload, lay: Layouts) -> FloatArray:
-    dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
+    """Parameters one device's optimizer step updates: its (ZeRO-sharded) share of the
+    trained weights, or of the adapters."""
     dp_cp = lay.dp * lay.cp
     sharded = lay.zero_stage >= 1
-    return memory.sharded(dense, dp_cp, sharded) + memory.sharded(expert, dp_cp / lay.ep, sharded)
+    if w.method.adapters:
+        return memory.sharded(_adapter_parameters(w, lay), dp_cp, sharded)
+    dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
+    share = finetune.trained_share(w.model, w.method)
+    return share * (
+        memory.sharded(dense, dp_cp, sharded) + memory.sharded(expert, dp_cp / lay.ep, sharded)
+    )
 
 
 def _offload_times(
@@ -345,7 +380,8 @@ def _offload_times(
     code = memory.OFFLOAD_CODES[w.offload]
     if code >= 2:
         dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
-        stream = memory.bytes_per_parameter(w.precision)[0] * (dense + expert) / link
+        wbytes = memory.bytes_per_parameter(w.precision)[0]
+        stream = finetune.base_weight_bytes(w.model, w.method, wbytes) * (dense + expert) / link
         per_micro_batch = per_micro_batch + comms.exposed_time(stream, mb.forward, overlap)
         per_micro_batch = per_micro_batch + comms.exposed_time(
             stream, mb.backward + mb.recompute, overlap
@@ -353,8 +389,8 @@ def _offload_times(
     per_step = np.zeros_like(mb.forward)
     if code >= 1:
         parameters = _optimizer_parameters(w, lay)
-        wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision)
-        cpu_adam = parameters * w.software.optimizer_bytes_per_parameter
+        wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision, w.optimizer, w.method.adapters)
+        cpu_adam = compute.optimizer_bytes(w, parameters)
         per_step = (
             parameters * (wbytes + gbytes) / link + cpu_adam / w.software.cpu_adam_bytes_per_s
         )

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from estimator.core import finetune
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
-from estimator.core.scenario import ModelConfig
+from estimator.core.scenario import MethodConfig, ModelConfig
 
 GIB = 1024.0**3
 #: CUDA context, cuBLAS/cuDNN workspaces and NCCL buffers, per GPU (the default of
@@ -32,21 +33,28 @@ OFFLOAD_CODES = {"none": 0, "optimizer": 1, "optimizer_and_params": 2}
 RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 
 
-def bytes_per_parameter(precision: str) -> tuple[float, float, float]:
-    """Weights, gradients and Adam optimizer state per parameter (Rajbhandari et al. 2020).
+def bytes_per_parameter(
+    precision: str, optimizer: str = "adamw", adapters: bool = False
+) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer state per trained parameter (Rajbhandari et al. 2020).
 
     Parameters
     ----------
     precision : {'fp32', 'tf32', 'fp16', 'bf16', 'fp8'}
+    optimizer : str
+        One of :data:`finetune.OPTIMIZER_STATE_BYTES`.
+    adapters : bool
+        LoRA adapters (16-bit, no fp32 master copy).
 
     Returns
     -------
     tuple of float
-        (weights, gradients, optimizer): (4, 4, 8) for fp32 and tf32 (Adam m and v); (2, 2, 12) for
-        mixed precision (16-bit weights and gradients; fp32 master copy, m and v). fp8
-        training keeps 16-bit weights and gradients (the fp8 casts are transient). [B]
+        With AdamW: (4, 4, 8) for fp32 and tf32 (Adam m and v); (2, 2, 12) for mixed
+        precision (16-bit weights and gradients; fp32 master copy, m and v). fp8 training
+        keeps 16-bit weights and gradients (the fp8 casts are transient). Other optimizers:
+        see :func:`finetune.state_bytes`. [B]
     """
-    return (4.0, 4.0, 8.0) if precision in ("fp32", "tf32") else (2.0, 2.0, 12.0)
+    return finetune.state_bytes(precision, optimizer, adapters)
 
 
 #: Pipeline stages whose memory is checked: the first (most micro-batches in flight, the
@@ -173,6 +181,8 @@ def model_state_bytes(
     zero_stage: Numeric,
     offload: str = "none",
     stage: str = "busiest",
+    method: MethodConfig = finetune.FULL,
+    optimizer: str = "adamw",
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Weights, gradients and optimizer state per device of a pipeline ``stage`` (see
     :func:`stage_parameters`) under ZeRO stages 0-3.
@@ -183,9 +193,15 @@ def model_state_bytes(
     keeps two unsharded layers for prefetching, never more than the unsharded weights.
 
     Offload (Ren et al. 2021, "ZeRO-Offload", section 4): ``optimizer`` keeps the fp32
-    master weights and Adam moments in host memory (none on the device);
+    master weights and optimizer moments in host memory (none on the device);
     ``optimizer_and_params`` also the 16-bit weights, of which the device holds only the
     two layers being used and prefetched (ZeRO-Infinity, FSDP CPU offload).
+
+    Training methods (:mod:`finetune`): gradients and optimizer state exist only for the
+    trained share of the weights (frozen layers and embeddings spread evenly over the
+    stages); under LoRA/QLoRA the base weights are stored at their own precision (NF4 for
+    QLoRA, plus one 16-bit dequantised copy of the largest matrix) and only the adapters,
+    split like the matrices they adapt, have gradients and optimizer state.
 
     Returns
     -------
@@ -195,20 +211,53 @@ def model_state_bytes(
     zero_stage = np.asarray(zero_stage)
     dense, expert = stage_parameters(model, tp, pp, ep, stage)
     expert_group = np.asarray(dp_cp, dtype=np.float64) / np.asarray(ep, dtype=np.float64)
-    w_b, g_b, o_b = bytes_per_parameter(precision)
+    w_b, g_b, o_b = bytes_per_parameter(precision, optimizer, method.adapters)
 
-    def shard(stage: int) -> FloatArray:
+    def shard(stage: int, dense: FloatArray, expert: FloatArray) -> FloatArray:
         on = zero_stage >= stage
         return sharded(dense, dp_cp, on) + sharded(expert, expert_group, on)
 
-    prefetch = 2.0 * w_b * sum(layer_parameters_per_device(model, tp, ep))
-    full_weights = w_b * (dense + expert)
-    weights = np.minimum(full_weights, w_b * shard(3) + np.where(zero_stage >= 3, prefetch, 0.0))
+    base_b = finetune.base_weight_bytes(model, method, w_b)
+    layer_dense, layer_expert = layer_parameters_per_device(model, tp, ep)
+    prefetch = 2.0 * base_b * (layer_dense + layer_expert)
+    full_weights = base_b * (dense + expert)
+    weights = np.minimum(
+        full_weights, base_b * shard(3, dense, expert) + np.where(zero_stage >= 3, prefetch, 0.0)
+    )
     code = OFFLOAD_CODES[offload]
     if code >= 2:
         weights = np.minimum(full_weights, prefetch)
-    optimizer = o_b * shard(1) if code == 0 else 0.0 * weights
-    return weights, g_b * shard(2), optimizer
+    if method.adapters:
+        # Adapters follow the layers: the stage's share of the model's adapter parameters.
+        per_layer = finetune.adapter_parameters(model, method) / model.num_layers
+        layers = stage_adapter_layers(model, tp, pp, stage)
+        trained = per_layer * layers / np.asarray(tp, dtype=np.float64)
+        weights = weights + w_b * shard(3, trained, 0.0 * trained)
+        if method.type == "qlora":
+            weights = weights + w_b * largest_matrix_per_device(model, tp, ep)
+        gradients = g_b * shard(2, trained, 0.0 * trained)
+        optimizer_state = o_b * shard(1, trained, 0.0 * trained)
+    else:
+        share = finetune.trained_share(model, method)
+        gradients = g_b * share * shard(2, dense, expert)
+        optimizer_state = o_b * share * shard(1, dense, expert)
+    if code >= 1:
+        optimizer_state = 0.0 * optimizer_state
+    return weights, gradients, optimizer_state
+
+
+def stage_adapter_layers(model: ModelConfig, tp: Numeric, pp: Numeric, stage: str) -> FloatArray:
+    """Layers of ``stage`` (the busiest: ceil(l / p)) whose adapters a device holds."""
+    if stage == "busiest":
+        return layers_per_stage(model.num_layers, pp) + 0.0 * np.asarray(tp, dtype=np.float64)
+    return stage_layers(model.num_layers, pp, stage) + 0.0 * np.asarray(tp, dtype=np.float64)
+
+
+def largest_matrix_per_device(model: ModelConfig, tp: Numeric, ep: Numeric) -> FloatArray:
+    """Values of the largest weight matrix one device holds: the buffer QLoRA dequantises a
+    matrix into before its matmul. [values]"""
+    widest = max(model.ffn_hidden_size, model.attention_width) * model.hidden_size
+    return widest / np.asarray(tp, dtype=np.float64) + 0.0 * np.asarray(ep, dtype=np.float64)
 
 
 def activation_bytes_per_layer(

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from estimator.core import finetune
 from estimator.core._types import FloatArray
 from estimator.core.calibration import family_sigma
 from estimator.core.errors import ScenarioError
@@ -359,9 +360,8 @@ def monte_carlo(
     num_gpus = valid.cluster.num_gpus
     seconds_per_token = steps * draws["efficiency"] / baseline["tokens_per_step"]
     steady = valid.training.tokens * seconds_per_token / draws["utilisation"]
-    factor = _whole_run_factor_samples(
-        valid, steady, float(baseline["parameters"]), draws, progress
-    )
+    saved = finetune.checkpoint_parameters(valid.model, valid.training.method)
+    factor = _whole_run_factor_samples(valid, steady, saved, draws, progress)
     days = steady * factor / SECONDS_PER_DAY
     warnings = _margin_warnings(valid.margins, requested)
     if not baseline["fits_in_memory"]:

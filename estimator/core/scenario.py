@@ -18,6 +18,14 @@ TRAINING_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 FP8_RECIPES = ("tensorwise", "rowwise", "blockwise")
 #: What lives in host memory instead of the accelerator's (ZeRO-Offload, FSDP CPU offload).
 OFFLOAD_MODES = ("none", "optimizer", "optimizer_and_params")
+#: ``training.method.type``: every weight trained, or low-rank adapters on frozen weights
+#: (LoRA, Hu et al. 2021) over 16-bit or 4-bit NF4 base weights (QLoRA, Dettmers et al. 2023).
+METHOD_TYPES = ("full", "lora", "qlora")
+#: Weight matrices LoRA adapts: the attention projections (Q, K, V, O) and the MLP's.
+LORA_TARGETS = ("attention", "mlp")
+#: ``training.optimizer``: AdamW, 8-bit AdamW (bitsandbytes), Adafactor, SGD with momentum,
+#: Lion.
+OPTIMIZERS = ("adamw", "adamw8bit", "adafactor", "sgd", "lion")
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,37 @@ class ModelConfig:
 
 
 @dataclass(frozen=True)
+class MethodConfig:
+    """How the weights are trained (``training.method``).
+
+    ``full`` trains every weight but the ``frozen_layers`` bottom layers and, with
+    ``frozen_embeddings``, the embedding tables; ``lora`` and ``qlora`` freeze every base
+    weight and train rank-``rank`` adapters on the ``targets`` matrices.
+    """
+
+    type: str = "full"
+    rank: int = 16
+    targets: tuple[str, ...] = LORA_TARGETS
+    frozen_layers: int = 0
+    frozen_embeddings: bool = False
+
+    @property
+    def adapters(self) -> bool:
+        """Whether the base weights are frozen under low-rank adapters."""
+        return self.type != "full"
+
+    def as_dict(self) -> dict[str, object]:
+        """The method in the contract's ``training.method`` shape."""
+        if self.adapters:
+            return {"type": self.type, "rank": self.rank, "targets": list(self.targets)}
+        return {
+            "type": "full",
+            "frozen_layers": self.frozen_layers,
+            "frozen_embeddings": self.frozen_embeddings,
+        }
+
+
+@dataclass(frozen=True)
 class TrainingConfig:
     """What is trained for how long (``training``)."""
 
@@ -69,6 +108,8 @@ class TrainingConfig:
     precision: str
     fp8_recipe: str = "tensorwise"
     offload: str = "none"
+    method: MethodConfig = field(default_factory=MethodConfig)
+    optimizer: str = "adamw"
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,16 @@ from estimator.core.frameworks import PROFILES, FrameworkProfile, profile_for
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
     FP8_RECIPES,
+    LORA_TARGETS,
+    METHOD_TYPES,
     OFFLOAD_MODES,
+    OPTIMIZERS,
     PIPELINE_SCHEDULES,
     RECOMPUTE_MODES,
     TRAINING_PRECISIONS,
     ClusterConfig,
     Margins,
+    MethodConfig,
     ModelConfig,
     MoEConfig,
     ParallelismConfig,
@@ -186,7 +190,7 @@ def _check_heads(model: ModelConfig, explicit_head_dim: bool) -> None:
         )
 
 
-def _training(data: Any, spec: AcceleratorSpec) -> TrainingConfig:
+def _training(data: Any, spec: AcceleratorSpec, model: ModelConfig) -> TrainingConfig:
     s = _Section(data, "training", TRAINING_KEYS)
     training = TrainingConfig(
         tokens=s.number("tokens", low=1.0, high=1e18),
@@ -194,8 +198,15 @@ def _training(data: Any, spec: AcceleratorSpec) -> TrainingConfig:
         precision=s.choice("precision", TRAINING_PRECISIONS),
         fp8_recipe=s.choice("fp8_recipe", FP8_RECIPES, "tensorwise"),
         offload=s.choice("offload", OFFLOAD_MODES, "none"),
+        method=_method(s.raw("method", {"type": "full"}), model),
+        optimizer=s.choice("optimizer", OPTIMIZERS, "adamw"),
     )
-    _check_method(s)
+    if training.method.type == "qlora" and training.precision not in ("bf16", "fp16"):
+        raise ScenarioError(
+            "training.precision",
+            "QLoRA computes in 16 bits over its 4-bit weights: use 'bf16' or 'fp16', "
+            f"got {training.precision!r}",
+        )
     if training.precision not in spec.peak_tflops:
         have = ", ".join(sorted(spec.peak_tflops)) or "none"
         raise ScenarioError(
@@ -205,15 +216,49 @@ def _training(data: Any, spec: AcceleratorSpec) -> TrainingConfig:
     return training
 
 
-def _check_method(s: _Section) -> None:
-    """Full training with AdamW is what the estimator models; say so for anything else."""
-    method = s.raw("method", {"type": "full"})
-    if not isinstance(method, Mapping) or method.get("type", "full") != "full":
-        raise ScenarioError(
-            "training.method",
-            f"only full training ({{'type': 'full'}}) is modelled, got {method!r}",
+METHOD_KEYS = ("type", "rank", "targets", "frozen_layers", "frozen_embeddings")
+#: Largest LoRA rank accepted (adapters beyond it stop being low-rank for any model).
+MAX_LORA_RANK = 4096
+
+
+def _method(data: Any, model: ModelConfig) -> MethodConfig:
+    """``training.method``: full training (optionally with frozen parts), LoRA or QLoRA."""
+    s = _Section(data, "training.method", METHOD_KEYS)
+    kind = s.choice("type", METHOD_TYPES, "full")
+    if kind == "full":
+        for key in ("rank", "targets"):
+            if key in s.data:
+                raise ScenarioError(s.key(key), "applies to 'lora' and 'qlora' only")
+        return MethodConfig(
+            type="full",
+            frozen_layers=s.integer("frozen_layers", 0, minimum=0, maximum=model.num_layers),
+            frozen_embeddings=s.boolean("frozen_embeddings", False),
         )
-    s.choice("optimizer", ("adamw",), "adamw")
+    for key in ("frozen_layers", "frozen_embeddings"):
+        if key in s.data:
+            raise ScenarioError(
+                s.key(key), f"applies to full training; {kind} already freezes every base weight"
+            )
+    targets = s.raw("targets", list(LORA_TARGETS))
+    if (
+        not isinstance(targets, list)
+        or not targets
+        or any(t not in LORA_TARGETS for t in targets)
+        or len(set(targets)) != len(targets)
+    ):
+        raise ScenarioError(
+            s.key("targets"),
+            f"must be a non-empty list of distinct values from {LORA_TARGETS}, got "
+            f"{_show(targets)}",
+        )
+    rank = s.integer("rank", 16, maximum=MAX_LORA_RANK)
+    if rank > model.hidden_size:
+        raise ScenarioError(
+            s.key("rank"), f"must not exceed model.hidden_size = {model.hidden_size}, got {rank}"
+        )
+    return MethodConfig(
+        type=kind, rank=rank, targets=tuple(t for t in LORA_TARGETS if t in targets)
+    )
 
 
 def _accelerator(s: _Section) -> AcceleratorSpec:
@@ -358,9 +403,10 @@ def validate_scenario(data: Any) -> Scenario:
             raise ScenarioError(section, "is required")
     cluster = _cluster(data["cluster"])
     price_per_gpu_hour(data)
+    model = _model(data["model"])
     scenario = Scenario(
-        model=_model(data["model"]),
-        training=_training(data["training"], cluster.spec),
+        model=model,
+        training=_training(data["training"], cluster.spec, model),
         cluster=cluster,
         parallelism=_parallelism(data["parallelism"]),
         margins=_margins(data.get("margins") or {}),
@@ -385,7 +431,7 @@ def _with_framework(scenario: Scenario) -> Scenario:
         _check_runs(scenario, profile_for(scenario.framework, family))
         return scenario
     default = profile_for("auto", family)
-    # TPUs run MaxText only; GPUs may fall back to any other profile.
+    # TPUs run MaxText only; GPUs may fall back to any other GPU profile.
     others = [] if family == TPU_FAMILY else [p for p in PROFILES.values() if p is not default]
     for profile in [default, *others]:
         try:
@@ -434,6 +480,16 @@ def _check_training_support(scenario: Scenario, profile: FrameworkProfile) -> No
         _fail(
             "training.offload",
             f"{name} offers {list(profile.offload)}, got {scenario.training.offload!r}",
+        )
+    method = scenario.training.method
+    if method.type not in profile.methods:
+        _fail("training.method", f"{name} trains {list(profile.methods)}, got {method.type!r}")
+    if method.frozen_layers and not profile.freezing:
+        _fail("training.method.frozen_layers", f"{name} does not freeze layers")
+    if scenario.training.optimizer not in profile.optimizers:
+        _fail(
+            "training.optimizer",
+            f"{name} offers {list(profile.optimizers)}, got {scenario.training.optimizer!r}",
         )
 
 

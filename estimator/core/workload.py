@@ -7,14 +7,14 @@ does array arithmetic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from estimator.core import model as arithmetic
 from estimator.core.calibration import SOFTWARE, Efficiency, Software, efficiency_for
 from estimator.core.catalog import AcceleratorSpec
 from estimator.core.frameworks import FrameworkProfile, profile_for
 from estimator.core.memory import GIB
-from estimator.core.scenario import Margins, ModelConfig, RunSettings, Scenario
+from estimator.core.scenario import Margins, MethodConfig, ModelConfig, RunSettings, Scenario
 
 TPU_FAMILY = "google-tpu"
 
@@ -44,6 +44,8 @@ class Workload:
         (:func:`network_jitter_scale`). [1]
     usable_memory : float
         Device memory a layout may use: capacity less the framework's headroom. [B]
+    method, optimizer
+        Training method and optimizer (:mod:`estimator.core.finetune`).
     """
 
     model: ModelConfig
@@ -72,6 +74,8 @@ class Workload:
     jitter_scale: float
     usable_memory: float
     run: RunSettings
+    method: MethodConfig = field(default_factory=MethodConfig)
+    optimizer: str = "adamw"
 
 
 #: Devices at which the network-jitter margin reaches its stated value, and the most it
@@ -160,4 +164,6 @@ def build_workload(
         jitter_scale=network_jitter_scale(cluster.num_gpus, node_size),
         usable_memory=spec.memory_gib * (1.0 - framework.memory_headroom) * GIB,
         run=scenario.run,
+        method=scenario.training.method,
+        optimizer=scenario.training.optimizer,
     )

@@ -27,7 +27,7 @@ GPT3_8K_AUTO = scenario(GPT3_AUTO, model={"seq_len": 8192})
 
 
 def test_profiles_known_and_auto_defaults() -> None:
-    assert set(PROFILES) == {"megatron-lm", "torchtitan", "deepspeed", "maxtext"}
+    assert set(PROFILES) == {"megatron-lm", "torchtitan", "deepspeed", "maxtext", "hf-peft"}
     assert profile_for("auto", "google-tpu").id == "maxtext"
     for family in ("nvidia-hopper", "nvidia-ampere", "amd-cdna3", "intel-gaudi"):
         assert profile_for("auto", family).id == "megatron-lm"
