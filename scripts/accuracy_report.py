@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import calibration_fit as fitting  # noqa: E402
+import finetune_checks  # noqa: E402
 
 from estimator.core import (  # noqa: E402
     ScenarioError,
@@ -471,6 +472,45 @@ def whole_run_section(path: Path) -> list[str]:
     ]
 
 
+def finetune_section() -> list[str]:
+    """Fine-tuning memory, fits and throughput against published figures
+    (``scripts/finetune_checks.py``)."""
+    results = finetune_checks.checked_rows()
+    summary = finetune_checks.summary(results)
+    listed = len(finetune_checks.load_checks())
+    median = summary["memory_median_abs_error"]
+    return [
+        "## Fine-tuning: LoRA, QLoRA, optimizers",
+        "",
+        f"`estimator/calibration/finetune_checks.jsonl` holds {listed} published figures of "
+        "fine-tuning memory, fits and throughput (the QLoRA paper, torchtune's READMEs and "
+        "tutorials, PEFT, the Hugging Face 4-bit blog, LLaMA-Factory, Unsloth, DeepSpeed, "
+        f"the optimizer papers), each with its source and quote. {summary['rows']} carry a "
+        "scenario that expresses their setup (the rest are bytes-per-parameter rules the "
+        "unit tests check, or encoder models). A row is **asserted** - the tests hold the "
+        "estimator to it - when the source states the statistic it measured and every "
+        "setting that moves the figure, and the estimator models them all; the others are "
+        "**reported**, with what the estimator leaves out (paged optimizers, the optimizer "
+        "step fused into the backward, chunked cross-entropy, activation offloading, "
+        "attention without FlashAttention, unstated settings). Memory is compared as the "
+        "source measured it: the whole device for reserved figures, the tensors alone "
+        "(without the CUDA context and allocator reserve) for allocated or active peaks "
+        "and for figures that do not say; `difference` rows compare the change from a "
+        "baseline row of the same table, which cancels any constant of the statistic.",
+        "",
+        f"Asserted: **{summary['asserted_ok']} of {summary['asserted']}** hold. Reported: "
+        f"{summary['reported_ok']} of {summary['rows'] - summary['asserted']} within the "
+        "row's tolerance or verdict. Median absolute error of the asserted memory rows: "
+        + (f"**{median:.0%}**." if median is not None else "-."),
+        "",
+        "| row | published | estimate | error | tolerance | holds | source | setup and "
+        "assumptions |",
+        "| --- | --- | --- | ---: | ---: | --- | --- | --- |",
+        *finetune_checks.table_rows(results),
+        "",
+    ]
+
+
 def search_gains(cases: list[dict]) -> list[SearchGain]:
     """Estimate every stated-layout case twice: as stated, and with ``"auto"``."""
     gains = []
@@ -597,6 +637,7 @@ def write_report(
         "",
         *auto_everywhere_section(*auto_everywhere),
         *whole_run_section(WHOLE_RUN_FIT),
+        *finetune_section(),
         *auto_section(auto),
         *search_section(gains),
     ]

@@ -194,7 +194,9 @@ def optimizer_bytes(w: Workload, parameters: Numeric) -> FloatArray:
     AdamW in mixed precision moves ``optimizer_bytes_per_parameter`` (read and write its
     16 B of state plus the gradient); other optimizers and adapters in proportion to the
     state they keep (:func:`finetune.state_bytes`). [B]"""
-    states = sum(finetune.state_bytes(w.precision, w.optimizer, w.method.adapters))
+    states = sum(
+        finetune.state_bytes(w.precision, w.optimizer, w.method.adapters, w.master_weights)
+    )
     scale = states / sum(finetune.state_bytes("bf16", "adamw", False))
     per_parameter = w.software.optimizer_bytes_per_parameter * scale
     return np.asarray(parameters, dtype=np.float64) * per_parameter
@@ -210,34 +212,29 @@ def adapter_gemm_time(
 ) -> tuple[FloatArray, FloatArray]:
     """Forward time of one layer's LoRA adapters for one micro-batch, (flop, byte) parts.
 
-    Each adapted (k x n) matmul of :func:`layer_gemm_shapes` gains x A (k x r) and (x A) B
-    (r x n), split over tp like the matrix they adapt; the skinny shapes run at the
-    roofline of their padded tiles. Their backward is twice the forward (both gradients). [s]
+    Each adapted (d_in x d_out) matrix gains x A (d_in x r) and (x A) B (r x d_out), split
+    over tp like the matrix they adapt (column-parallel: B's output; row-parallel: A's
+    input); routed experts' adapters see the top-k tokens routed to each of the device's
+    E / ep experts. The skinny shapes run at the roofline of their padded tiles; their
+    backward is twice the forward (both gradients). [s]
     """
     shape = np.broadcast(tokens, tp, ep).shape
     flop_part, byte_part = np.zeros(shape), np.zeros(shape)
-    if not w.method.adapters:
-        return flop_part, byte_part
-    r = float(w.method.rank)
-    for rows, k, n, weight, slowdown, target in _targeted_shapes(w, tp, ep):
-        if target not in w.method.targets:
-            continue
-        m = rows * np.asarray(tokens, dtype=np.float64)
-        for kk, nn in ((k, r), (r, n)):
-            flop_part = flop_part + weight * slowdown * gemm_flop_time(w, m, kk, nn)
-            byte_part = byte_part + weight * slowdown * gemm_byte_time(w, m, kk, nn)
+    tokens = np.asarray(tokens, dtype=np.float64)
+    tp, ep = np.asarray(tp, dtype=np.float64), np.asarray(ep, dtype=np.float64)
+    r, md = float(w.method.rank), w.model
+    for a in finetune.adapted_matrices(md, w.method):
+        d_in, d_out = (a.d_in, a.d_out / tp) if a.column else (a.d_in / tp, a.d_out)
+        groups: list[tuple[FloatArray, FloatArray, float]] = [(tokens, a.dense + 0.0 * ep, 1.0)]
+        if md.moe is not None and a.routed:
+            sw = w.software
+            rows = tokens * md.moe.top_k * ep / md.moe.num_experts
+            groups.append((rows, a.routed / ep, (1.0 + sw.moe_load_imbalance) / sw.grouped_gemm))
+        for m, count, slowdown in groups:
+            for k, n in ((d_in, r), (r, d_out)):
+                flop_part = flop_part + count * slowdown * gemm_flop_time(w, m, k, n)
+                byte_part = byte_part + count * slowdown * gemm_byte_time(w, m, k, n)
     return flop_part, byte_part
-
-
-def _targeted_shapes(
-    w: Workload, tp: Numeric, ep: Numeric
-) -> list[tuple[FloatArray, FloatArray, FloatArray, FloatArray, float, str]]:
-    """:func:`layer_gemm_shapes` with the LoRA target each belongs to (the router: none)."""
-    shapes = layer_gemm_shapes(w, tp, ep)
-    targets = ["attention", "attention", "mlp", "mlp"]
-    if w.model.moe is not None:
-        targets += ["router", "mlp", "mlp", "mlp", "mlp"]
-    return [(*shape, target) for shape, target in zip(shapes, targets, strict=True)]
 
 
 def dequantize_time(w: Workload, tp: Numeric, ep: Numeric) -> FloatArray:

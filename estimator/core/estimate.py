@@ -196,6 +196,7 @@ def _training_method(w: Workload, layout: ParallelismConfig) -> dict[str, Any]:
     return {
         **w.method.as_dict(),
         "optimizer": w.optimizer,
+        "master_weights": w.master_weights,
         "offload": w.offload,
         "description": finetune.describe(w.method, w.optimizer),
         "trainable_parameters": trainable,

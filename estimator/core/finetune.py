@@ -11,7 +11,8 @@ to 16 bits just before each matmul; embeddings and the LM head stay 16-bit (bits
 leaves ``lm_head`` unquantised).
 
 Optimizer state per trained parameter, besides the fp32 master copy that mixed-precision
-full training keeps (Rajbhandari et al. 2020):
+full training keeps (Rajbhandari et al. 2020), with fp32 moments (16-bit ones in pure
+16-bit training, ``training.master_weights`` false):
 
 * AdamW: first and second moments in fp32, 8 B (Loshchilov & Hutter 2019).
 * 8-bit AdamW: both moments block-wise quantised to 8 bits, 2 B; the per-block scales
@@ -35,19 +36,17 @@ frozen one below every trained weight 2 (forward only: nothing below needs a gra
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from estimator.core import model as arithmetic
 from estimator.core.scenario import MethodConfig, ModelConfig
 
 #: Bits per weight of NF4 with double quantisation (QLoRA section 3). [bit]
 NF4_BITS = 4.0 + 8.0 / 64.0 + 32.0 / (64.0 * 256.0)
-#: Optimizer state per trained parameter, master copy excluded. [B]
-OPTIMIZER_STATE_BYTES = {
-    "adamw": 8.0,
-    "adamw8bit": 2.0 * (1.0 + 4.0 / 2048.0),
-    "adafactor": 0.0,
-    "sgd": 4.0,
-    "lion": 4.0,
-}
+#: Optimizer state values per trained parameter (moments), master copy excluded.
+OPTIMIZER_STATE_VALUES = {"adamw": 2, "adamw8bit": 2, "adafactor": 0, "sgd": 1, "lion": 1}
+#: 8-bit AdamW: two 1-byte moments plus one fp32 scale per block of 2,048 values. [B]
+ADAMW_8BIT_BYTES = 2.0 * (1.0 + 4.0 / 2048.0)
 #: Display names of the optimizers.
 OPTIMIZER_NAMES = {
     "adamw": "AdamW",
@@ -57,61 +56,134 @@ OPTIMIZER_NAMES = {
     "lion": "Lion",
 }
 FULL = MethodConfig()
+#: Projections LoRA can adapt, and the groups ``targets`` may name instead.
+LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+LORA_GROUPS = {
+    "attention": ("q_proj", "k_proj", "v_proj", "o_proj"),
+    "mlp": ("gate_proj", "up_proj", "down_proj"),
+}
 
 
-def state_bytes(precision: str, optimizer: str, adapters: bool) -> tuple[float, float, float]:
+def optimizer_state_bytes(optimizer: str, bytes_per_value: float) -> float:
+    """Optimizer state per trained parameter, master copy excluded: its moments at
+    ``bytes_per_value`` (4 in fp32, 2 in pure 16-bit training); 8-bit AdamW's are 1 byte
+    whatever the precision. [B]"""
+    if optimizer == "adamw8bit":
+        return ADAMW_8BIT_BYTES
+    return OPTIMIZER_STATE_VALUES[optimizer] * bytes_per_value
+
+
+def state_bytes(
+    precision: str, optimizer: str, adapters: bool, master_weights: bool = True
+) -> tuple[float, float, float]:
     """Weights, gradients and optimizer state (master copy included) per trained parameter.
 
     Returns
     -------
     tuple of float
-        (4, 4, s) in fp32/tf32; (2, 2, 4 + s) in mixed precision with an fp32 master copy;
-        (2, 2, s) for LoRA adapters; s from :data:`OPTIMIZER_STATE_BYTES`. With AdamW this
-        is Rajbhandari et al. 2020's 2 + 2 + 12. [B]
+        (4, 4, s) in fp32/tf32; (2, 2, 4 + s) in mixed precision with an fp32 master copy
+        and fp32 moments; (2, 2, s) for LoRA adapters (16-bit weights, fp32 moments); with
+        ``master_weights`` False (pure 16-bit training, torchtune's and LLaMA-Factory's
+        ``pure_bf16``) no master copy and 16-bit moments. s from
+        :func:`optimizer_state_bytes`. With AdamW in mixed precision this is Rajbhandari et
+        al. 2020's 2 + 2 + 12. [B]
     """
-    states = OPTIMIZER_STATE_BYTES[optimizer]
     if precision in ("fp32", "tf32"):
-        return 4.0, 4.0, states
-    return 2.0, 2.0, states + (0.0 if adapters else 4.0)
+        return 4.0, 4.0, optimizer_state_bytes(optimizer, 4.0)
+    if not master_weights:
+        return 2.0, 2.0, optimizer_state_bytes(optimizer, 2.0)
+    master = 0.0 if adapters else 4.0
+    return 2.0, 2.0, master + optimizer_state_bytes(optimizer, 4.0)
 
 
-def adapted_matrices(model: ModelConfig, method: MethodConfig) -> list[tuple[int, int, float]]:
-    """Matrices of one (average) layer that carry adapters: (d_in, d_out, count).
+@dataclass(frozen=True)
+class AdaptedMatrix:
+    """One projection of a layer that carries a LoRA adapter.
 
-    Attention: Q, K, V and the output projection; MLP: the up (and gate) and down
-    projections of dense layers, shared and routed experts, MoE layers weighted by their
-    share of layers. The router is not adapted.
+    ``dense`` counts the copies every token passes through (dense MLPs and shared experts,
+    weighted by their share of layers), ``routed`` the routed experts' copies, of which a
+    token passes top-k; ``column`` marks a column-parallel matrix (output split over tp),
+    else row-parallel (input split).
+    """
+
+    module: str
+    d_in: int
+    d_out: int
+    dense: float
+    routed: float
+    column: bool
+
+
+def target_modules(targets: tuple[str, ...]) -> tuple[str, ...]:
+    """The projections ``targets`` name, groups expanded, in :data:`LORA_MODULES` order."""
+    chosen = {m for t in targets for m in LORA_GROUPS.get(t, (t,))}
+    return tuple(m for m in LORA_MODULES if m in chosen)
+
+
+def adapted_matrices(model: ModelConfig, method: MethodConfig) -> list[AdaptedMatrix]:
+    """Matrices of one (average) layer that carry adapters.
+
+    Attention: Q, K, V and the output projection; MLP: the gate (gated MLPs only), up and
+    down projections of dense layers, shared and routed experts, MoE layers weighted by
+    their share of layers. The router is not adapted.
     """
     if not method.adapters:
         return []
     h, q, kv = model.hidden_size, model.attention_width, model.num_kv_heads * model.head_dim
-    up = 2 if model.gated_mlp else 1
-    out: list[tuple[int, int, float]] = []
-    if "attention" in method.targets:
-        out += [(h, q, 1.0), (h, kv, 2.0), (q, h, 1.0)]
-    if "mlp" in method.targets:
-        moe_share = arithmetic.num_moe_layers(model) / model.num_layers
-        dense = 1.0 - moe_share
-        out += [(h, model.ffn_hidden_size, up * dense), (model.ffn_hidden_size, h, dense)]
+    moe_share = arithmetic.num_moe_layers(model) / model.num_layers
+    f, shared, routed = model.ffn_hidden_size, 0.0, 0.0
+    if model.moe is not None:
+        f_moe = model.moe.expert_ffn_hidden_size
+        shared, routed = moe_share * model.moe.num_shared_experts, moe_share * model.moe.num_experts
+    shapes = {
+        "q_proj": (h, q, 1.0, 0.0, True),
+        "k_proj": (h, kv, 1.0, 0.0, True),
+        "v_proj": (h, kv, 1.0, 0.0, True),
+        "o_proj": (q, h, 1.0, 0.0, False),
+    }
+    mlp = {"gate_proj": True, "up_proj": True, "down_proj": False} if model.gated_mlp else {
+        "up_proj": True, "down_proj": False
+    }  # fmt: skip
+    out = [AdaptedMatrix(m, *shapes[m]) for m in target_modules(method.targets) if m in shapes]
+    for module, column in mlp.items():
+        if module not in target_modules(method.targets):
+            continue
+        d_in, d_out = (h, f) if column else (f, h)
+        out.append(AdaptedMatrix(module, d_in, d_out, 1.0 - moe_share, 0.0, column))
         if model.moe is not None:
-            experts = moe_share * (model.moe.num_experts + model.moe.num_shared_experts)
-            f = model.moe.expert_ffn_hidden_size
-            out += [(h, f, up * experts), (f, h, experts)]
+            d_in, d_out = (h, f_moe) if column else (f_moe, h)
+            out.append(AdaptedMatrix(module, d_in, d_out, shared, routed, column))
     return out
 
 
 def adapter_parameters(model: ModelConfig, method: MethodConfig, active: bool = False) -> float:
     """Adapter parameters of the whole model: l x sum of r (d_in + d_out) over the adapted
     matrices; ``active``: per token (top-k routed experts only). [parameters]"""
-    total = 0.0
-    for d_in, d_out, count in adapted_matrices(model, method):
-        total += count * method.rank * (d_in + d_out)
-    if active and model.moe is not None and "mlp" in method.targets:
-        share = arithmetic.num_moe_layers(model) / model.num_layers
-        f, up = model.moe.expert_ffn_hidden_size, (3 if model.gated_mlp else 2)
-        idle = share * (model.moe.num_experts - model.moe.top_k)
-        total -= idle * up * method.rank * (model.hidden_size + f)
+    share = 1.0 if model.moe is None or not active else model.moe.top_k / model.moe.num_experts
+    total = sum(
+        (a.dense + share * a.routed) * method.rank * (a.d_in + a.d_out)
+        for a in adapted_matrices(model, method)
+    )
     return model.num_layers * total
+
+
+def adapter_activation_bytes_per_token(
+    model: ModelConfig, method: MethodConfig, bytes_per_value: float
+) -> tuple[float, float]:
+    """Activations LoRA adds per token and layer, as (a, b) of a + b / tp: each adapter's
+    rank-r intermediate x A (B's weight gradient needs it) and, with ``dropout`` > 0, the
+    dropped-out copy of its input and the 1-byte mask (A's weight gradient needs them: PEFT
+    and torchtune apply the dropout on the adapter branch only). Routed experts count for
+    the tokens routed to them; inputs of row-parallel matrices are split over tp. [B]"""
+    share = 1.0 if model.moe is None else model.moe.top_k / model.moe.num_experts
+    fixed = split = 0.0
+    for a in adapted_matrices(model, method):
+        copies = a.dense + share * a.routed
+        fixed += copies * method.rank * bytes_per_value
+        if method.dropout > 0:
+            dropped = copies * a.d_in * (bytes_per_value + 1.0)
+            fixed, split = (fixed + dropped, split) if a.column else (fixed, split + dropped)
+    return fixed, split
 
 
 def _frozen_embedding_parameters(model: ModelConfig, method: MethodConfig) -> int:
@@ -209,7 +281,7 @@ def describe(method: MethodConfig, optimizer: str) -> str:
     name = OPTIMIZER_NAMES[optimizer]
     if method.adapters:
         kind = "QLoRA (NF4 base)" if method.type == "qlora" else "LoRA"
-        return f"{kind} r={method.rank} on {' + '.join(method.targets)}, {name}"
+        return f"{kind} r={method.rank} on {', '.join(method.targets)}, {name}"
     frozen = []
     if method.frozen_layers:
         frozen.append(f"{method.frozen_layers} bottom layers")

@@ -303,7 +303,7 @@ def _stage_memory(
 ) -> tuple[FloatArray, ...]:
     weights, gradients, optimizer = memory.model_state_bytes(
         w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage, w.offload,
-        stage, w.method, w.optimizer,
+        stage, w.method, w.optimizer, w.master_weights,
     )  # fmt: skip
     activations = memory.activation_bytes(
         w.model,
@@ -318,6 +318,7 @@ def _stage_memory(
         lay.activation_offload,
         w.efficiency.logits_bytes,
         stage,
+        w.method,
     ) * finetune.backward_layer_share(w.model, w.method)
     tensors = weights + gradients + optimizer + activations
     e = w.efficiency

@@ -34,7 +34,7 @@ RECOMPUTE_CODES = {"none": 0, "selective": 1, "full": 2}
 
 
 def bytes_per_parameter(
-    precision: str, optimizer: str = "adamw", adapters: bool = False
+    precision: str, optimizer: str = "adamw", adapters: bool = False, master_weights: bool = True
 ) -> tuple[float, float, float]:
     """Weights, gradients and optimizer state per trained parameter (Rajbhandari et al. 2020).
 
@@ -42,9 +42,11 @@ def bytes_per_parameter(
     ----------
     precision : {'fp32', 'tf32', 'fp16', 'bf16', 'fp8'}
     optimizer : str
-        One of :data:`finetune.OPTIMIZER_STATE_BYTES`.
+        One of :data:`finetune.OPTIMIZER_STATE_VALUES`.
     adapters : bool
         LoRA adapters (16-bit, no fp32 master copy).
+    master_weights : bool
+        Mixed precision with an fp32 master copy and fp32 moments; False: pure 16-bit.
 
     Returns
     -------
@@ -54,7 +56,7 @@ def bytes_per_parameter(
         keeps 16-bit weights and gradients (the fp8 casts are transient). Other optimizers:
         see :func:`finetune.state_bytes`. [B]
     """
-    return finetune.state_bytes(precision, optimizer, adapters)
+    return finetune.state_bytes(precision, optimizer, adapters, master_weights)
 
 
 #: Pipeline stages whose memory is checked: the first (most micro-batches in flight, the
@@ -183,6 +185,7 @@ def model_state_bytes(
     stage: str = "busiest",
     method: MethodConfig = finetune.FULL,
     optimizer: str = "adamw",
+    master_weights: bool = True,
 ) -> tuple[FloatArray, FloatArray, FloatArray]:
     """Weights, gradients and optimizer state per device of a pipeline ``stage`` (see
     :func:`stage_parameters`) under ZeRO stages 0-3.
@@ -211,7 +214,7 @@ def model_state_bytes(
     zero_stage = np.asarray(zero_stage)
     dense, expert = stage_parameters(model, tp, pp, ep, stage)
     expert_group = np.asarray(dp_cp, dtype=np.float64) / np.asarray(ep, dtype=np.float64)
-    w_b, g_b, o_b = bytes_per_parameter(precision, optimizer, method.adapters)
+    w_b, g_b, o_b = bytes_per_parameter(precision, optimizer, method.adapters, master_weights)
 
     def shard(stage: int, dense: FloatArray, expert: FloatArray) -> FloatArray:
         on = zero_stage >= stage
@@ -269,6 +272,7 @@ def activation_bytes_per_layer(
     bytes_per_value: float = 2.0,
     flash_attention: bool = True,
     dropout: bool = False,
+    method: MethodConfig = finetune.FULL,
 ) -> FloatArray:
     """Activations one layer keeps for its backward pass, for one micro-batch on one device.
 
@@ -296,6 +300,9 @@ def activation_bytes_per_layer(
         Bytes of one activation value (2 for 16-bit, 4 for fp32); dropout masks are 1 byte.
     flash_attention, dropout : bool
         Whether the s x s scores are never stored, and whether dropout masks are.
+    method : MethodConfig
+        LoRA adds its adapters' intermediates and dropout copies
+        (:func:`finetune.adapter_activation_bytes_per_token`).
 
     Returns
     -------
@@ -311,8 +318,14 @@ def activation_bytes_per_layer(
     attention = tokens * e * (2 * model.attention_width / tp + 2 * kv_width)
     mlp = tokens * e * _mlp_values_per_token(model) / tp
     scores = tokens * heads * model.seq_len * (2 * e + masks / 2) / tp
+    fixed, split = finetune.adapter_activation_bytes_per_token(model, method, e)
+    adapters = fixed + split / tp
     stored = (
-        outside + attention + mlp + np.where((recompute == 0) & (not flash_attention), scores, 0.0)
+        outside
+        + attention
+        + mlp
+        + tokens * adapters
+        + np.where((recompute == 0) & (not flash_attention), scores, 0.0)
     )
     layer_input = tokens * e * h / np.where(sequence_parallel, tp, 1.0)
     return np.where(recompute == 2, layer_input, stored)
@@ -376,6 +389,7 @@ def activation_bytes(
     offloaded: Numeric = 0.0,
     bytes_per_logit: float = 4.0,
     stage: str = "first",
+    method: MethodConfig = finetune.FULL,
 ) -> FloatArray:
     """Peak activation memory of a pipeline ``stage`` (one of :data:`STAGES`): its layers
     times the micro-batches it holds in flight, the logits on the last stage (and with
@@ -388,11 +402,13 @@ def activation_bytes(
     layers = stage_layers(model.num_layers, pp, stage)
     rank = stage_index(stage, pp)
     per_layer = activation_bytes_per_layer(
-        model, tokens, tp, sequence_parallel, recompute, bytes_per_value
+        model, tokens, tp, sequence_parallel, recompute, bytes_per_value, method=method
     )
     working = np.where(
         np.asarray(recompute) == 2,
-        activation_bytes_per_layer(model, tokens, tp, sequence_parallel, 0, bytes_per_value),
+        activation_bytes_per_layer(
+            model, tokens, tp, sequence_parallel, 0, bytes_per_value, method=method
+        ),
         0.0,
     )
     in_flight = micro_batches_in_flight(pp, num_micro_batches, virtual_stages, rank)

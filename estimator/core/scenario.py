@@ -21,8 +21,14 @@ OFFLOAD_MODES = ("none", "optimizer", "optimizer_and_params")
 #: ``training.method.type``: every weight trained, or low-rank adapters on frozen weights
 #: (LoRA, Hu et al. 2021) over 16-bit or 4-bit NF4 base weights (QLoRA, Dettmers et al. 2023).
 METHOD_TYPES = ("full", "lora", "qlora")
-#: Weight matrices LoRA adapts: the attention projections (Q, K, V, O) and the MLP's.
-LORA_TARGETS = ("attention", "mlp")
+#: Weight matrices LoRA adapts: the attention projections (Q, K, V, O), the MLP's (gate,
+#: up, down), or single projections by their Hugging Face names.
+LORA_TARGETS = (
+    "attention", "mlp", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+    "down_proj",
+)  # fmt: skip
+#: Targets when none are given: every linear layer of the blocks.
+DEFAULT_LORA_TARGETS = ("attention", "mlp")
 #: ``training.optimizer``: AdamW, 8-bit AdamW (bitsandbytes), Adafactor, SGD with momentum,
 #: Lion.
 OPTIMIZERS = ("adamw", "adamw8bit", "adafactor", "sgd", "lion")
@@ -79,9 +85,12 @@ class MethodConfig:
 
     type: str = "full"
     rank: int = 16
-    targets: tuple[str, ...] = LORA_TARGETS
+    targets: tuple[str, ...] = DEFAULT_LORA_TARGETS
     frozen_layers: int = 0
     frozen_embeddings: bool = False
+    #: Dropout on the adapter branch (LoRA's lora_dropout); above 0 it stores a copy of
+    #: each adapter's input. [1]
+    dropout: float = 0.0
 
     @property
     def adapters(self) -> bool:
@@ -91,7 +100,12 @@ class MethodConfig:
     def as_dict(self) -> dict[str, object]:
         """The method in the contract's ``training.method`` shape."""
         if self.adapters:
-            return {"type": self.type, "rank": self.rank, "targets": list(self.targets)}
+            return {
+                "type": self.type,
+                "rank": self.rank,
+                "targets": list(self.targets),
+                "dropout": self.dropout,
+            }
         return {
             "type": "full",
             "frozen_layers": self.frozen_layers,
@@ -110,6 +124,9 @@ class TrainingConfig:
     offload: str = "none"
     method: MethodConfig = field(default_factory=MethodConfig)
     optimizer: str = "adamw"
+    #: Mixed precision keeps an fp32 master copy and fp32 optimizer moments; False is pure
+    #: 16-bit training (weights, gradients and moments all 16-bit).
+    master_weights: bool = True
 
 
 @dataclass(frozen=True)

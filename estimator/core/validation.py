@@ -16,6 +16,7 @@ from estimator.core.errors import ScenarioError
 from estimator.core.frameworks import PROFILES, FrameworkProfile, profile_for
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
+    DEFAULT_LORA_TARGETS,
     FP8_RECIPES,
     LORA_TARGETS,
     METHOD_TYPES,
@@ -117,6 +118,7 @@ MODEL_KEYS = (
 )  # fmt: skip
 TRAINING_KEYS = (
     "tokens", "global_batch_size", "precision", "fp8_recipe", "method", "optimizer", "offload",
+    "master_weights",
 )  # fmt: skip
 CLUSTER_KEYS = ("accelerator", "num_gpus", "gpus_per_node", "accelerator_spec", "num_slices")
 MOE_KEYS = (
@@ -200,7 +202,14 @@ def _training(data: Any, spec: AcceleratorSpec, model: ModelConfig) -> TrainingC
         offload=s.choice("offload", OFFLOAD_MODES, "none"),
         method=_method(s.raw("method", {"type": "full"}), model),
         optimizer=s.choice("optimizer", OPTIMIZERS, "adamw"),
+        master_weights=s.boolean("master_weights", True),
     )
+    if not training.master_weights and training.precision in ("fp32", "tf32"):
+        raise ScenarioError(
+            "training.master_weights",
+            f"false means pure 16-bit training; precision {training.precision!r} keeps "
+            "32-bit weights",
+        )
     if training.method.type == "qlora" and training.precision not in ("bf16", "fp16"):
         raise ScenarioError(
             "training.precision",
@@ -216,7 +225,7 @@ def _training(data: Any, spec: AcceleratorSpec, model: ModelConfig) -> TrainingC
     return training
 
 
-METHOD_KEYS = ("type", "rank", "targets", "frozen_layers", "frozen_embeddings")
+METHOD_KEYS = ("type", "rank", "targets", "dropout", "frozen_layers", "frozen_embeddings")
 #: Largest LoRA rank accepted (adapters beyond it stop being low-rank for any model).
 MAX_LORA_RANK = 4096
 
@@ -226,7 +235,7 @@ def _method(data: Any, model: ModelConfig) -> MethodConfig:
     s = _Section(data, "training.method", METHOD_KEYS)
     kind = s.choice("type", METHOD_TYPES, "full")
     if kind == "full":
-        for key in ("rank", "targets"):
+        for key in ("rank", "targets", "dropout"):
             if key in s.data:
                 raise ScenarioError(s.key(key), "applies to 'lora' and 'qlora' only")
         return MethodConfig(
@@ -239,7 +248,7 @@ def _method(data: Any, model: ModelConfig) -> MethodConfig:
             raise ScenarioError(
                 s.key(key), f"applies to full training; {kind} already freezes every base weight"
             )
-    targets = s.raw("targets", list(LORA_TARGETS))
+    targets = s.raw("targets", list(DEFAULT_LORA_TARGETS))
     if (
         not isinstance(targets, list)
         or not targets
@@ -256,8 +265,13 @@ def _method(data: Any, model: ModelConfig) -> MethodConfig:
         raise ScenarioError(
             s.key("rank"), f"must not exceed model.hidden_size = {model.hidden_size}, got {rank}"
         )
+    if "gate_proj" in targets and not model.gated_mlp:
+        raise ScenarioError(s.key("targets"), "'gate_proj' needs a gated MLP (model.gated_mlp)")
     return MethodConfig(
-        type=kind, rank=rank, targets=tuple(t for t in LORA_TARGETS if t in targets)
+        type=kind,
+        rank=rank,
+        targets=tuple(t for t in LORA_TARGETS if t in targets),
+        dropout=s.number("dropout", 0.0, low=0.0, high=0.9),
     )
 
 

@@ -44,8 +44,9 @@ class Workload:
         (:func:`network_jitter_scale`). [1]
     usable_memory : float
         Device memory a layout may use: capacity less the framework's headroom. [B]
-    method, optimizer
-        Training method and optimizer (:mod:`estimator.core.finetune`).
+    method, optimizer, master_weights
+        Training method, optimizer and whether mixed precision keeps an fp32 master copy
+        (:mod:`estimator.core.finetune`).
     """
 
     model: ModelConfig
@@ -76,6 +77,7 @@ class Workload:
     run: RunSettings
     method: MethodConfig = field(default_factory=MethodConfig)
     optimizer: str = "adamw"
+    master_weights: bool = True
 
 
 #: Devices at which the network-jitter margin reaches its stated value, and the most it
@@ -166,4 +168,5 @@ def build_workload(
         run=scenario.run,
         method=scenario.training.method,
         optimizer=scenario.training.optimizer,
+        master_weights=scenario.training.master_weights,
     )

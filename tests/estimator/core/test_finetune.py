@@ -246,3 +246,63 @@ def test_method_round_trips_into_the_output() -> None:
     assert method["trainable_share"] == pytest.approx(
         method["trainable_parameters"] / result["parameters"]
     )
+
+
+def test_single_projection_targets_match_peft() -> None:
+    # PEFT's default LoRA for LLaMA: r = 8 on q_proj and v_proj, "trainable params:
+    # 4,194,304" for a 7B model (alpaca-lora, PEFT examples).
+    method = MethodConfig(type="lora", rank=8, targets=("q_proj", "v_proj"))
+    assert finetune.adapter_parameters(LLAMA2_7B, method) == 4_194_304
+    assert finetune.target_modules(("attention", "q_proj")) == finetune.LORA_GROUPS["attention"]
+
+
+def test_lora_dropout_stores_a_copy_of_each_adapter_input() -> None:
+    # With lora_dropout > 0 the adapter's A needs the dropped-out input for its gradient:
+    # a 16-bit copy and a 1-byte mask per input value, beside the rank-r intermediate.
+    plain = MethodConfig(type="lora", rank=8, targets=("q_proj", "v_proj"))
+    dropped = MethodConfig(type="lora", rank=8, targets=("q_proj", "v_proj"), dropout=0.05)
+    fixed, split = finetune.adapter_activation_bytes_per_token(LLAMA2_7B, plain, 2.0)
+    assert (fixed, split) == (2 * 8 * 2.0, 0.0)
+    fixed, split = finetune.adapter_activation_bytes_per_token(LLAMA2_7B, dropped, 2.0)
+    assert fixed == 2 * (8 * 2.0 + 4096 * 3.0)
+    down = MethodConfig(type="lora", rank=8, targets=("down_proj",), dropout=0.1)
+    # The down projection is row-parallel: its input (the FFN width) splits over tp.
+    assert finetune.adapter_activation_bytes_per_token(LLAMA2_7B, down, 2.0) == (16.0, 11008 * 3.0)
+
+
+def test_pure_16bit_training_halves_model_state() -> None:
+    # torchtune's and LLaMA-Factory's pure bf16: no fp32 master copy, 16-bit moments:
+    # 2 + 2 + 4 = 8 B per parameter with AdamW, half of mixed precision's 16.
+    assert finetune.state_bytes("bf16", "adamw", adapters=False, master_weights=False) == (
+        2.0,
+        2.0,
+        4.0,
+    )
+    mixed = estimate(node({"type": "full"}))
+    pure = estimate(node({"type": "full"}, master_weights=False))
+    states = ("weights", "gradients", "optimizer")
+    mixed_bytes = sum(mixed["memory_per_gpu_gib"][k] for k in states)
+    pure_bytes = sum(pure["memory_per_gpu_gib"][k] for k in states)
+    # ZeRO-3 over 8 devices keeps two layers of 16-bit weights unsharded in both cases.
+    prefetch = pure["memory_per_gpu_gib"]["weights"] - 2 * pure["parameters"] / 8 / 2**30
+    assert_allclose(pure_bytes - prefetch, (mixed_bytes - prefetch) / 2, rtol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("method", "training", "key"),
+    [
+        ({"type": "lora", "targets": ["gate_proj"]}, {}, "training.method.targets"),
+        ({"type": "full", "dropout": 0.1}, {}, "training.method.dropout"),
+        ({"type": "lora", "dropout": 1.5}, {}, "training.method.dropout"),
+        ({"type": "full"}, {"master_weights": False, "precision": "fp32"},
+         "training.master_weights"),
+    ],
+)  # fmt: skip
+def test_bad_fine_tuning_keys_name_the_key(
+    method: dict[str, Any], training: dict[str, Any], key: str
+) -> None:
+    data = node(method, **training)
+    data["model"] = {**data["model"], "gated_mlp": "gate_proj" not in str(method)}
+    with pytest.raises(ScenarioError) as error:
+        validate_scenario(data)
+    assert error.value.key == key
