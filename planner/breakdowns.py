@@ -1,4 +1,5 @@
-"""The estimate's step-time margins and whole-run wall clock, shaped for pages and documents.
+"""The estimate's step-time margins, whole-run wall clock and training method, shaped for
+pages and documents.
 
 The run page and the sign-off pack show the same lines from the same functions (pure: no
 database). Estimates stored before the estimator reported these figures lack their keys:
@@ -11,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from planner.labels import STEP_MARGINS, STEP_PARTS, WHOLE_RUN_PARTS
+from planner.labels import (
+    LORA_TARGETS,
+    OFFLOAD_MODES,
+    OPTIMIZERS,
+    STEP_MARGINS,
+    STEP_PARTS,
+    TRAINING_METHODS,
+    WHOLE_RUN_PARTS,
+)
 
 #: The step-time part that the two margins split into when the estimate reports them apart.
 OVERHEADS = "overheads"
@@ -177,3 +186,162 @@ def whole_run_table(whole_run: Mapping[str, Any] | None) -> WholeRun | None:
         total=line("total", "Total", total_days, total_hours),
         capacity=capacity,
     )
+
+
+# --- Training method -------------------------------------------------------------------------
+
+ADAPTER_METHODS = ("lora", "qlora")
+
+
+def count_text(count: float) -> str:
+    """A parameter count with three significant digits: ``41943040`` -> ``41.9 M``."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if count >= scale:
+            return f"{count / scale:.3g} {suffix}"
+    return f"{count:,.0f}"
+
+
+def share_text(fraction: float) -> str:
+    """A share that may be far below one percent: ``0.00522`` -> ``0.52 %``."""
+    return percent_text(fraction) if fraction >= 0.1 else f"{100 * fraction:.2g} %"
+
+
+def _label(labels: tuple[tuple[str, str], ...], key: str) -> str:
+    return dict(labels).get(key, key)
+
+
+@dataclass(frozen=True)
+class TrainingMethod:
+    """How an estimate trains the weights: its ``training_method``, for pages and documents."""
+
+    type: str
+    optimizer: str
+    offload: str
+    #: Parameters the optimizer updates. [parameters]
+    trainable_parameters: float
+    #: Their share of all parameters. [1]
+    trainable_share: float
+    #: Host memory the offloaded states take on each node. [GiB]
+    host_memory_per_node_gib: float = 0.0
+    rank: int | None = None
+    targets: tuple[str, ...] = ()
+    frozen_layers: int = 0
+    frozen_embeddings: bool = False
+
+    @property
+    def adapters(self) -> bool:
+        return self.type in ADAPTER_METHODS
+
+    @property
+    def offloads(self) -> bool:
+        return self.offload != "none"
+
+    @property
+    def plain(self) -> bool:
+        """Every weight trained with AdamW, nothing offloaded: pre-training, as pages were."""
+        frozen = self.frozen_layers or self.frozen_embeddings
+        full = self.type == "full" and not frozen
+        return full and self.optimizer == "adamw" and not self.offloads
+
+    @property
+    def name(self) -> str:
+        return _label(TRAINING_METHODS, self.type)
+
+    @property
+    def targets_text(self) -> str:
+        """``attention and MLP``."""
+        names = [_label(LORA_TARGETS, target) for target in self.targets]
+        return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 2 else names)
+
+    @property
+    def frozen_text(self) -> str:
+        """``the bottom 8 layers and the embeddings`` (empty when nothing is frozen)."""
+        parts = []
+        if self.frozen_layers:
+            plural = "s" if self.frozen_layers != 1 else ""
+            parts.append(f"the bottom {self.frozen_layers} layer{plural}")
+        if self.frozen_embeddings:
+            parts.append("the embeddings")
+        return " and ".join(parts)
+
+    @property
+    def label(self) -> str:
+        """``LoRA r=16 on attention and MLP``, ``Full training, the embeddings frozen``."""
+        if self.adapters:
+            base = " over 4-bit NF4 weights" if self.type == "qlora" else ""
+            return f"{self.name} r={self.rank} on {self.targets_text}{base}"
+        return f"{self.name}, {self.frozen_text} frozen" if self.frozen_text else self.name
+
+    @property
+    def optimizer_label(self) -> str:
+        return _label(OPTIMIZERS, self.optimizer)
+
+    @property
+    def offload_label(self) -> str:
+        return _label(OFFLOAD_MODES, self.offload)
+
+    @property
+    def offload_text(self) -> str:
+        """``offload optimizer states to CPU`` (empty when nothing is offloaded)."""
+        label = self.offload_label
+        return f"offload {label[:1].lower()}{label[1:]}" if self.offloads else ""
+
+    @property
+    def trainable_count(self) -> int:
+        return round(self.trainable_parameters)
+
+    @property
+    def trainable_text(self) -> str:
+        """``41.9 M (0.52 %)``."""
+        return f"{count_text(self.trainable_parameters)} ({share_text(self.trainable_share)})"
+
+    @property
+    def summary(self) -> str:
+        """The method on one line: ``LoRA r=16 on attention and MLP · AdamW``."""
+        parts = [self.label, self.optimizer_label]
+        if self.offloads:
+            parts.append(self.offload_text)
+        return " · ".join(parts)
+
+
+def training_method(data: Mapping[str, Any] | None) -> TrainingMethod | None:
+    """The estimate's ``training_method``; None for estimates made before it was reported."""
+    if not data or "type" not in data:
+        return None
+    adapters = data["type"] in ADAPTER_METHODS
+    return TrainingMethod(
+        type=str(data["type"]),
+        optimizer=str(data.get("optimizer", "adamw")),
+        offload=str(data.get("offload", "none")),
+        trainable_parameters=float(data.get("trainable_parameters") or 0.0),
+        trainable_share=float(data.get("trainable_share") or 0.0),
+        host_memory_per_node_gib=float(data.get("host_memory_per_node_gib") or 0.0),
+        rank=int(data["rank"]) if adapters and data.get("rank") is not None else None,
+        targets=tuple(data.get("targets") or ()) if adapters else (),
+        frozen_layers=int(data.get("frozen_layers") or 0),
+        frozen_embeddings=bool(data.get("frozen_embeddings")),
+    )
+
+
+def training_method_shown(data: Mapping[str, Any] | None) -> TrainingMethod | None:
+    """The training method when it is worth a block of its own: not plain full training."""
+    method = training_method(data)
+    return None if method is None or method.plain else method
+
+
+def training_summary(training: Mapping[str, Any]) -> str:
+    """A scenario's ``training`` method, optimizer and offload on one line, at the contract's
+    defaults where it leaves keys out; empty for plain full training with AdamW."""
+    method = training.get("method") or {}
+    adapters = method.get("type") in ADAPTER_METHODS
+    described = training_method(
+        {
+            "rank": 16 if adapters else None,
+            "targets": ["attention", "mlp"] if adapters else [],
+            **method,
+            "type": method.get("type", "full"),
+            "optimizer": training.get("optimizer", "adamw"),
+            "offload": training.get("offload", "none"),
+        }
+    )
+    return "" if described is None or described.plain else described.summary

@@ -31,3 +31,35 @@ WHOLE_RUN_PARTS = (
     ("stragglers", "Stragglers"),
     ("allocation_idle", "Allocation idle"),
 )
+#: (``training.method.type``, label): how the weights are trained.
+TRAINING_METHODS = (
+    ("full", "Full training"),
+    ("lora", "LoRA"),
+    ("qlora", "QLoRA"),
+)
+#: (``training.method.targets`` entry, label): the weight matrices LoRA adapts.
+LORA_TARGETS = (
+    ("attention", "attention"),
+    ("mlp", "MLP"),
+    ("q_proj", "q_proj"),
+    ("k_proj", "k_proj"),
+    ("v_proj", "v_proj"),
+    ("o_proj", "o_proj"),
+    ("gate_proj", "gate_proj"),
+    ("up_proj", "up_proj"),
+    ("down_proj", "down_proj"),
+)
+#: (``training.optimizer``, label).
+OPTIMIZERS = (
+    ("adamw", "AdamW"),
+    ("adamw8bit", "8-bit AdamW"),
+    ("adafactor", "Adafactor"),
+    ("sgd", "SGD with momentum"),
+    ("lion", "Lion"),
+)
+#: (``training.offload``, label): what lives in host (CPU) memory between steps.
+OFFLOAD_MODES = (
+    ("none", "None"),
+    ("optimizer", "Optimizer states to CPU"),
+    ("optimizer_and_params", "Optimizer states and weights to CPU"),
+)

@@ -17,7 +17,13 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from planner.breakdowns import margin_lines, step_parts, whole_run_table
+from planner.breakdowns import (
+    TrainingMethod,
+    margin_lines,
+    step_parts,
+    training_method,
+    whole_run_table,
+)
 from planner.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
 from planner.models import AuditEvent, BudgetRequest
 from planner.services.budgets import snapshot_document
@@ -61,8 +67,9 @@ def _step_parts(runs: list[dict[str, Any]]) -> tuple[tuple[str, str], ...]:
 
 
 def _run_details(run: Mapping[str, Any], estimate: Mapping[str, Any] | None) -> dict[str, Any]:
-    """One run's whole-run lines and step-time margins. ``estimate`` is the chosen run's full
-    estimate: snapshots frozen before run summaries carried these figures still have it."""
+    """One run's whole-run lines, step-time margins and training method. ``estimate`` is the
+    chosen run's full estimate: snapshots frozen before run summaries carried these figures
+    still have it."""
     estimate = estimate or {}
     whole_run = run.get("whole_run") or estimate.get("whole_run")
     margins = run.get("margins_applied") or estimate.get("margins_applied")
@@ -70,7 +77,17 @@ def _run_details(run: Mapping[str, Any], estimate: Mapping[str, Any] | None) -> 
         "run": run,
         "whole_run": whole_run_table(whole_run),
         "margins": margin_lines(run.get("step_time_breakdown_s"), margins),
+        "training_method": training_method(
+            run.get("training_method") or estimate.get("training_method")
+        ),
     }
+
+
+def _methods(details: list[dict[str, Any]]) -> list[TrainingMethod | None]:
+    """Each run's training method, or nothing when every run is plain full training (or
+    predates the figure): pre-training packs look as they did."""
+    methods: list[TrainingMethod | None] = [each["training_method"] for each in details]
+    return methods if any(method and not method.plain for method in methods) else []
 
 
 def _side_by_side(details: list[dict[str, Any]]) -> dict[str, list[Any]]:
@@ -143,6 +160,7 @@ def signoff_context(request: BudgetRequest) -> dict[str, Any]:
         "charts": _charts([chosen, *alternatives]),
         "run_details": details,
         "whole_run": _side_by_side(details),
+        "training_methods": _methods(details),
         "timeline": list(timeline),
         "generated_at": timezone.now(),
     }
@@ -241,10 +259,38 @@ def _margin_rows(context: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
+TRAINING_METHOD_HEADER = (
+    "Scenario", "Run", "Method", "LoRA rank", "LoRA targets", "Frozen", "Optimizer",
+    "CPU offload", "Trainable parameters", "Trainable share", "Host memory per node (GiB)",
+)  # fmt: skip
+
+
+def _method_rows(context: dict[str, Any]) -> list[list[Any]]:
+    rows = []
+    for details, method in zip(context["run_details"], context["training_methods"], strict=True):
+        run = details["run"]
+        if method is None:
+            rows.append([run["scenario"], run["run"], "(not in this snapshot)"])
+            continue
+        rows.append([
+            run["scenario"], run["run"], method.name, method.rank, method.targets_text,
+            method.frozen_text, method.optimizer_label, method.offload_label,
+            method.trainable_count, method.trainable_share, method.host_memory_per_node_gib,
+        ])  # fmt: skip
+    return rows
+
+
 def _sections(context: dict[str, Any]) -> list[tuple[str, tuple[str, ...], list[list[Any]]]]:
-    """The pack's tables after the summary: one sheet each in the XLSX, one block in the CSV."""
+    """The pack's tables after the summary: one sheet each in the XLSX, one block in the CSV;
+    the training method's only where some run is not plain full training."""
+    methods = (
+        [("Training method", TRAINING_METHOD_HEADER, _method_rows(context))]
+        if context["training_methods"]
+        else []
+    )
     return [
         ("Comparison", COMPARISON_HEADER, _comparison_rows(context)),
+        *methods,
         ("Whole run", WHOLE_RUN_HEADER, _whole_run_rows(context)),
         ("Step margins", MARGINS_HEADER, _margin_rows(context)),
         ("Timeline", TIMELINE_HEADER, _timeline_rows(context)),
@@ -269,8 +315,8 @@ def _timeline_rows(context: dict[str, Any]) -> list[list[Any]]:
 
 
 def signoff_xlsx(request: BudgetRequest) -> bytes:
-    """The sign-off pack as a workbook: Summary, Comparison, Whole run, Step margins and
-    Timeline sheets."""
+    """The sign-off pack as a workbook: Summary, Comparison, Training method (fine-tuning
+    only), Whole run, Step margins and Timeline sheets."""
     from openpyxl import Workbook
     from openpyxl.styles import Font
 

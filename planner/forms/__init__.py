@@ -36,6 +36,7 @@ from planner.forms.scenarios import (
     ScenarioForm,
     preset_matching,
     presets_for_page,
+    recipes_for_page,
 )
 
 __all__ = [
@@ -69,5 +70,6 @@ __all__ = [
     "price_value",
     "quantity_format",
     "quantity_parse",
+    "recipes_for_page",
     "tokens_parse",
 ]

@@ -15,9 +15,19 @@ from django import forms
 
 from estimator.core.catalog import load_catalog
 from estimator.core.frameworks import PROFILES
-from estimator.core.presets import load_presets
+from estimator.core.presets import load_presets, load_recipes, recipe_scenario
 from planner.forms.common import choice_field, preset_label, quantity_format, tokens_parse
+from planner.forms.finetuning import (
+    DEFAULT_LORA_RANK,
+    LORA_TARGETS,
+    TRAINING_METHODS,
+    TRAINING_OPTION_KEYS,
+    lora_target_choices,
+    training_options_initial,
+    training_options_spec,
+)
 from planner.forms.prices import OptionAttrsSelect, PriceObject, price_choices, price_value
+from planner.labels import OFFLOAD_MODES, OPTIMIZERS
 from planner.models import Scenario
 from pricing import selectors as pricing_selectors
 
@@ -77,6 +87,31 @@ class ScenarioForm(forms.Form):
     )
     global_batch_size = _integer(label="Global batch size", help_text="Sequences per step")
     precision = forms.ChoiceField(choices=PRECISIONS, initial="bf16")
+    training_method = forms.ChoiceField(
+        choices=TRAINING_METHODS, initial="full", required=False, label="Training method"
+    )
+    lora_rank = forms.IntegerField(
+        required=False, min_value=1, initial=DEFAULT_LORA_RANK, label="LoRA rank",
+        help_text="LoRA and QLoRA: the adapters' rank r (blank: 16)",
+    )  # fmt: skip
+    lora_targets = forms.ChoiceField(
+        choices=LORA_TARGETS, initial="both", required=False, label="LoRA targets",
+        help_text="LoRA and QLoRA: the weight matrices that get adapters",
+    )  # fmt: skip
+    frozen_layers = forms.IntegerField(
+        required=False, min_value=0, initial=0, label="Frozen layers",
+        help_text="Full training: the bottom layers kept fixed (0: none)",
+    )  # fmt: skip
+    frozen_embeddings = forms.BooleanField(
+        required=False, label="Frozen embeddings", help_text="Full training only"
+    )
+    optimizer = forms.ChoiceField(
+        choices=OPTIMIZERS, initial="adamw", required=False, label="Optimizer"
+    )
+    offload = forms.ChoiceField(
+        choices=OFFLOAD_MODES, initial="none", required=False, label="CPU offload",
+        help_text="What waits in host memory between steps (DeepSpeed ZeRO-Offload style)",
+    )  # fmt: skip
     accelerator = forms.ChoiceField()
     num_gpus = _integer(required=True, label="Number of GPUs", max_value=1_000_000)
     parallelism_mode = forms.ChoiceField(
@@ -90,7 +125,8 @@ class ScenarioForm(forms.Form):
         initial="auto",
         required=False,
         label="Framework",
-        help_text="What the layout search may use; auto: Megatron-LM on GPUs, MaxText on TPUs",
+        help_text="What the layout search may use; auto: the first that runs the scenario "
+        "(Megatron-LM on GPUs, MaxText on TPUs, Hugging Face PEFT for QLoRA)",
     )
     tp = _integer(label="TP", help_text="Tensor parallel")
     pp = _integer(label="PP", help_text="Pipeline parallel")
@@ -140,6 +176,14 @@ class ScenarioForm(forms.Form):
         "spec.training.tokens": "tokens",
         "spec.training.global_batch_size": "global_batch_size",
         "spec.training.precision": "precision",
+        "spec.training.method": "training_method",
+        "spec.training.method.type": "training_method",
+        "spec.training.method.rank": "lora_rank",
+        "spec.training.method.targets": "lora_targets",
+        "spec.training.method.frozen_layers": "frozen_layers",
+        "spec.training.method.frozen_embeddings": "frozen_embeddings",
+        "spec.training.optimizer": "optimizer",
+        "spec.training.offload": "offload",
         "spec.cluster.accelerator": "accelerator",
         "spec.cluster.num_gpus": "num_gpus",
         "spec.parallelism": "parallelism_mode",
@@ -161,6 +205,7 @@ class ScenarioForm(forms.Form):
         super().__init__(*args, **kw)
         self.base_spec = copy.deepcopy(dict(base_spec or {}))
         self.presets = load_presets()
+        choice_field(self, "lora_targets").choices = lora_target_choices(self._base_training())
         choice_field(self, "model_preset").choices = [
             *((p.id, preset_label(p)) for p in self.presets.values()),
             (CUSTOM, "Custom architecture…"),
@@ -204,35 +249,32 @@ class ScenarioForm(forms.Form):
         }
 
     @classmethod
+    def initial_for_recipe(cls, recipe_id: str) -> dict[str, Any]:
+        """The form filled from a fine-tuning recipe (its name too); the price is left open."""
+        recipe = load_recipes()[recipe_id]
+        return {
+            "name": recipe.name,
+            **_spec_initial(recipe_scenario(recipe), recipe.model_preset),
+        }
+
+    @classmethod
+    def initial_for_new(cls, recipe_id: str = "") -> dict[str, Any]:
+        """A new scenario's form: from the recipe ``recipe_id`` if one has it, else a preset's."""
+        if recipe_id in load_recipes():
+            return cls.initial_for_recipe(recipe_id)
+        return cls.initial_for_preset()
+
+    @classmethod
     def initial_from(cls, scenario: Scenario) -> dict[str, Any]:
-        spec = scenario.spec
-        layout = spec["parallelism"]
-        margins = spec.get("margins", {})
-        initial: dict[str, Any] = {
+        return {
             "name": scenario.name,
             "description": scenario.description,
-            "model_preset": preset_matching(spec["model"], scenario.model_preset) or CUSTOM,
-            "seq_len": spec["model"]["seq_len"],
-            "tokens": quantity_format(float(spec["training"]["tokens"])),
-            "global_batch_size": spec["training"]["global_batch_size"],
-            "precision": spec["training"]["precision"],
-            "accelerator": spec["cluster"]["accelerator"],
-            "num_gpus": spec["cluster"]["num_gpus"],
-            "parallelism_mode": "auto" if layout == "auto" else "manual",
-            "framework": spec.get("framework", "auto"),
-            "framework_overhead": margins.get("framework_overhead", 0.10),
-            "network_jitter": margins.get("network_jitter", 0.05),
             "pue": scenario.pue,
             "utilisation_low": scenario.utilisation_low,
             "utilisation_high": scenario.utilisation_high,
             "price": price_value(scenario),
-            **_model_initial(spec["model"]),
+            **_spec_initial(scenario.spec, scenario.model_preset),
         }
-        if isinstance(layout, dict):
-            initial.update({key: layout.get(key) for key in LAYOUT_FIELDS})
-            initial["zero_stage"] = str(layout.get("zero_stage", 1))
-            initial["recompute"] = layout.get("recompute", "selective")
-        return initial
 
     # -- cleaning ---------------------------------------------------------------------------
 
@@ -294,11 +336,22 @@ class ScenarioForm(forms.Form):
         preset = self.presets.get(self.preset_id)
         defaults = dict(preset.training) if preset else {}
         defaults.pop("notes", None)
+        # Keys the form does not show (fp8_recipe, master_weights) stay as the JSON has them.
+        kept = {
+            key: value
+            for key, value in self._base_training().items()
+            if key not in TRAINING_OPTION_KEYS
+        }
         return {
+            **kept,
             "tokens": data.get("tokens") or defaults.get("tokens"),
             "global_batch_size": data.get("global_batch_size") or defaults.get("global_batch_size"),
             "precision": data["precision"],
+            **training_options_spec(data, self._base_training()),
         }
+
+    def _base_training(self) -> dict[str, Any]:
+        return dict(self.base_spec.get("training") or {})
 
     def _parallelism(self, num_gpus: int) -> str | dict[str, Any]:
         data = self.cleaned_data
@@ -358,6 +411,32 @@ class ScenarioForm(forms.Form):
         }
 
 
+def _spec_initial(spec: Mapping[str, Any], model_preset: str) -> dict[str, Any]:
+    """The form's fields for a scenario in the contract's format (its row's fields aside)."""
+    layout = spec["parallelism"]
+    margins = spec.get("margins", {})
+    initial: dict[str, Any] = {
+        "model_preset": preset_matching(spec["model"], model_preset) or CUSTOM,
+        "seq_len": spec["model"]["seq_len"],
+        "tokens": quantity_format(float(spec["training"]["tokens"])),
+        "global_batch_size": spec["training"]["global_batch_size"],
+        "precision": spec["training"]["precision"],
+        "accelerator": spec["cluster"]["accelerator"],
+        "num_gpus": spec["cluster"]["num_gpus"],
+        "parallelism_mode": "auto" if layout == "auto" else "manual",
+        "framework": spec.get("framework", "auto"),
+        "framework_overhead": margins.get("framework_overhead", 0.10),
+        "network_jitter": margins.get("network_jitter", 0.05),
+        **_model_initial(spec["model"]),
+        **training_options_initial(spec["training"]),
+    }
+    if isinstance(layout, dict):
+        initial.update({key: layout.get(key) for key in LAYOUT_FIELDS})
+        initial["zero_stage"] = str(layout.get("zero_stage", 1))
+        initial["recompute"] = layout.get("recompute", "selective")
+    return initial
+
+
 def _model_initial(model: Mapping[str, Any]) -> dict[str, Any]:
     initial = {name: model.get(name) for name in MODEL_FIELDS}
     initial.update(
@@ -390,4 +469,17 @@ def presets_for_page() -> dict[str, dict[str, Any]]:
             "notes": preset.notes,
         }
         for preset in load_presets().values()
+    }
+
+
+def recipes_for_page() -> dict[str, dict[str, Any]]:
+    """What the scenario page's recipe picker fills in: each recipe's form fields and notes."""
+    return {
+        recipe.id: {
+            "name": recipe.name,
+            "fields": ScenarioForm.initial_for_recipe(recipe.id),
+            "source": recipe.source,
+            "notes": recipe.notes,
+        }
+        for recipe in load_recipes().values()
     }

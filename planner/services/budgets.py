@@ -298,6 +298,7 @@ def _run_summary(run: EstimationRun) -> dict[str, Any]:
         "accelerator_memory_gib": result.get("accelerator_memory_gib"),
         "margins_applied": result.get("margins_applied"),
         "whole_run": result.get("whole_run"),
+        "training_method": result.get("training_method"),
     }
 
 

@@ -6,7 +6,14 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from planner.breakdowns import margin_lines, percent_text, step_parts, whole_run_table
+from planner.breakdowns import (
+    margin_lines,
+    percent_text,
+    step_parts,
+    training_method,
+    training_method_shown,
+    whole_run_table,
+)
 from planner.labels import MEMORY_PARTS, STEP_PARTS
 from planner.models import EstimationRun, RunStatus, Scenario
 from planner.selectors import ComparisonRow, comparison_rows
@@ -137,9 +144,11 @@ def layouts_considered(result: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _estimate_details(result: Mapping[str, Any]) -> dict[str, Any]:
-    """What newer estimates add: margins apart, the whole run, headroom, layouts considered."""
+    """What newer estimates add: margins apart, the whole run, headroom, layouts considered,
+    the training method (only when it is not plain full training, as pre-training pages were)."""
     breakdown, margins = result["time_per_step_breakdown_s"], result.get("margins_applied")
     return {
+        "training_method": training_method_shown(result.get("training_method")),
         "step": _shares(breakdown, step_parts(breakdown, margins), result["step_time_s"]),
         "margins": margin_lines(breakdown, margins),
         "whole_run": whole_run_table(result.get("whole_run")),
@@ -208,6 +217,7 @@ def _table_row(row: ComparisonRow) -> dict[str, Any]:
         "memory_total": memory.get("total"),
         "memory_capacity": result.get("accelerator_memory_gib"),
         "bottleneck": BOTTLENECKS.get(result.get("bottleneck", ""), result.get("bottleneck")),
+        "method": training_method(result.get("training_method")) if result else None,
         "unconverted": bool(row.run) and row.cost_p50 is None,
         "run_currency": budget.get("currency", ""),
     }
@@ -257,8 +267,11 @@ def _chart_data(rows: list[ComparisonRow], currency: str) -> dict[str, Any]:
 def comparison_context(scenarios: Iterable[Scenario], currency: str) -> dict[str, Any]:
     """The comparison table (cheapest and fastest marked) and its charts' data."""
     rows = comparison_rows(scenarios, currency)
+    table = [_table_row(row) for row in rows]
     return {
-        "table": [_table_row(row) for row in rows],
+        "table": table,
+        # A training column only where some scenario is not plain full training.
+        "show_methods": any(item["method"] and not item["method"].plain for item in table),
         "chart_data": _chart_data(rows, currency),
         "currency": currency,
         "missing_runs": [row.scenario for row in rows if row.run is None],

@@ -14,6 +14,7 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods
 
 from planner import selectors, services
+from planner.breakdowns import training_summary
 from planner.errors import NotAllowed, PlannerError
 from planner.forms import (
     ScenarioForm,
@@ -22,6 +23,7 @@ from planner.forms import (
     planner_error_add,
     preset_matching,
     presets_for_page,
+    recipes_for_page,
 )
 from planner.models import Project, RunStatus, Scenario
 from planner.views.authoring import delete_page, refusal
@@ -38,13 +40,21 @@ def _author_project(request: HttpRequest, pk: int) -> Project:
 
 
 def _form_page(
-    request: HttpRequest, form: ScenarioForm, project: Project, scenario: Scenario | None
+    request: HttpRequest,
+    form: ScenarioForm,
+    project: Project,
+    scenario: Scenario | None,
+    recipe_id: str = "",
 ) -> HttpResponse:
+    recipes = recipes_for_page()
     context = {
         "form": form,
         "project": project,
         "scenario": scenario,
         "presets": presets_for_page(),
+        "recipes": recipes,
+        "recipe": recipes.get(recipe_id),
+        "recipe_id": recipe_id if recipe_id in recipes else "",
     }
     return render(request, "planner/scenario_form.html", context)
 
@@ -55,7 +65,8 @@ def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
     project = _author_project(request, pk)
     if not can_author(request.user, project.organisation):
         return forbidden(request, refusal(project, "add scenarios"))
-    form = ScenarioForm(request.POST or None, initial=ScenarioForm.initial_for_preset())
+    recipe_id = request.GET.get("recipe", "")  # "Start from a recipe" (works without scripts)
+    form = ScenarioForm(request.POST or None, initial=ScenarioForm.initial_for_new(recipe_id))
     if request.method == "POST" and form.is_valid():
         try:
             scenario = services.scenario_create(
@@ -68,7 +79,7 @@ def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Added the scenario '{scenario.name}'.")
             return redirect(scenario)
-    return _form_page(request, form, project, None)
+    return _form_page(request, form, project, None, recipe_id)
 
 
 @login_required
@@ -172,6 +183,7 @@ def scenario_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "spec": scenario.spec,
         "layout": layout_parts(scenario.spec["parallelism"]),
         "tokens_label": tokens_text(float(scenario.spec["training"]["tokens"])),
+        "training_summary": training_summary(scenario.spec["training"]),
         "margins": {**DEFAULT_MARGINS, **scenario.spec.get("margins", {})},
         "price": services.price_snapshot(scenario),
         "runs": runs,

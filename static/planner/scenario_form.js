@@ -1,6 +1,8 @@
-// Scenario form: fill the editable fields from a preset, show the custom-architecture and
-// explicit-layout fields only when they apply, and list only the prices of the chosen
-// accelerator. The server builds and validates the scenario; this only helps fill the form.
+// Scenario form: fill the editable fields from a preset or a fine-tuning recipe, show the
+// custom-architecture, explicit-layout, LoRA and frozen-layer fields only when they apply,
+// and list only the prices of the chosen accelerator. The server builds and validates the
+// scenario; this only helps fill the form (without scripts, every field shows and the
+// recipe picker reloads the page with the recipe filled in).
 (function () {
   "use strict";
   const form = document.getElementById("scenario-form");
@@ -13,6 +15,12 @@
   const accelerator = field("accelerator");
   const price = field("price");
   const manual = document.getElementById("manual-layout");
+  const method = field("training_method");
+  const adapterOptions = document.getElementById("adapter-options");
+  const fullOptions = document.getElementById("full-options");
+  const recipeForm = document.getElementById("recipe-form");
+  const recipeData = document.getElementById("recipe-data");
+  const recipes = recipeData ? JSON.parse(recipeData.textContent) : {};
 
   function showPreset(fill) {
     const data = presets[preset.value];
@@ -61,6 +69,51 @@
     manual.hidden = !chosen || chosen.value !== "manual";
   }
 
+  function showMethod() {
+    const adapters = method.value === "lora" || method.value === "qlora";
+    adapterOptions.hidden = !adapters;
+    fullOptions.hidden = adapters;
+  }
+
+  function setField(name, value) {
+    const element = field(name);
+    if (!element) return;
+    if (element.type === "checkbox") element.checked = Boolean(value);
+    else element.value = value ?? "";  // also a radio group (RadioNodeList)
+  }
+
+  // A recipe fills every field it has; the scenario's name only while the user has not
+  // typed one of their own.
+  let recipeName = "";
+  function useRecipe(id) {
+    const recipe = recipes[id];
+    const note = document.getElementById("recipe-note");
+    if (!recipe) {
+      note.hidden = true;
+      return;
+    }
+    const name = field("name");
+    const keepName = name.value.trim() && name.value !== recipeName;
+    for (const [key, value] of Object.entries(recipe.fields)) {
+      if (key !== "name" || !keepName) setField(key, value);
+    }
+    recipeName = recipe.fields.name;
+    note.querySelector("[data-recipe-notes]").textContent = recipe.notes;
+    note.querySelector("[data-recipe-source]").textContent = "Source: " + recipe.source;
+    note.hidden = false;
+    showPreset(false);
+    filterPrices();
+    showLayout();
+    showMethod();
+  }
+
+  if (recipeForm) {
+    const select = recipeForm.elements.namedItem("recipe");
+    recipeName = recipes[select.value] ? recipes[select.value].fields.name : "";
+    recipeForm.querySelector("[data-testid=use-recipe]").closest(".form-actions").hidden = true;
+    select.addEventListener("change", () => useRecipe(select.value));
+  }
+  method.addEventListener("change", showMethod);
   preset.addEventListener("change", () => showPreset(true));
   accelerator.addEventListener("change", filterPrices);
   for (const radio of form.querySelectorAll("input[name=parallelism_mode]")) {
@@ -69,4 +122,5 @@
   showPreset(false);
   filterPrices();
   showLayout();
+  showMethod();
 })();

@@ -1,4 +1,5 @@
-"""The step-time margins and the whole run, shaped from real estimates (no database)."""
+"""The step-time margins, the whole run and the training method, shaped from real estimates
+(no database)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,16 @@ import pytest
 from numpy.testing import assert_allclose
 
 from estimator.core import estimate
+from estimator.core.presets import recipe_scenario
 from planner.breakdowns import (
+    count_text,
     margin_lines,
     percent_text,
+    share_text,
     step_parts,
+    training_method,
+    training_method_shown,
+    training_summary,
     whole_run_table,
 )
 from planner.labels import STEP_PARTS, WHOLE_RUN_PARTS
@@ -104,3 +111,81 @@ def test_an_estimate_from_before_the_split_keeps_the_old_lines() -> None:
     assert margin_lines(breakdown, None) == []
     assert step_parts(breakdown, None) == STEP_PARTS
     assert whole_run_table(None) is None
+
+
+# --- Training method -------------------------------------------------------------------------
+
+
+def test_count_text_and_share_text_keep_small_figures_readable() -> None:
+    assert [count_text(x) for x in (41943040.0, 8.03e9, 1.68e8, 950.0)] == [
+        "41.9 M", "8.03 B", "168 M", "950",
+    ]  # fmt: skip
+    assert [share_text(x) for x in (0.005223, 0.0206, 0.717, 1.0)] == [
+        "0.52 %", "2.1 %", "71.7 %", "100 %",
+    ]  # fmt: skip
+
+
+def test_training_method_of_a_lora_estimate() -> None:
+    result = estimate(recipe_scenario("llama3-8b-lora-r16-8xh100"))
+    method = training_method(result["training_method"])
+    assert method is not None
+    assert (method.label, method.optimizer_label) == ("LoRA r=16 on attention and MLP", "AdamW")
+    assert method.trainable_count == round(result["training_method"]["trainable_parameters"])
+    assert method.trainable_text == "41.9 M (0.52 %)"
+    assert not method.plain
+    assert training_method_shown(result["training_method"]) == method
+
+
+def test_training_method_of_a_qlora_estimate_names_its_4_bit_weights() -> None:
+    result = estimate(recipe_scenario("llama3-8b-qlora-r64-1xl40s"))
+    method = training_method(result["training_method"])
+    assert method is not None
+    assert method.label == "QLoRA r=64 on attention and MLP over 4-bit NF4 weights"
+
+
+def test_training_method_of_frozen_layers_with_offload() -> None:
+    spec = small_spec("H100-SXM", 8)
+    spec["training"].update(
+        method={"type": "full", "frozen_layers": 8, "frozen_embeddings": True},
+        optimizer="adamw8bit", offload="optimizer",
+    )  # fmt: skip
+    reported = estimate(spec)["training_method"]
+    method = training_method(reported)
+    assert method is not None
+    assert method.label == "Full training, the bottom 8 layers and the embeddings frozen"
+    assert method.summary == (
+        "Full training, the bottom 8 layers and the embeddings frozen · 8-bit AdamW · "
+        "offload optimizer states to CPU"
+    )
+    assert method.offloads
+    assert method.host_memory_per_node_gib == reported["host_memory_per_node_gib"] > 0
+
+
+def test_plain_full_training_is_not_shown() -> None:
+    reported = _estimate()["training_method"]
+    method = training_method(reported)
+    assert method is not None
+    assert method.plain
+    assert method.trainable_text == f"{count_text(_estimate()['parameters'])} (100 %)"
+    assert training_method_shown(reported) is None
+
+
+def test_an_estimate_made_before_the_training_method_has_none() -> None:
+    assert training_method(None) is None
+    assert training_method({}) is None
+    assert training_method_shown(None) is None
+
+
+def test_training_summary_reads_the_scenario_at_the_contract_defaults() -> None:
+    assert (
+        training_summary({"method": {"type": "lora"}}) == "LoRA r=16 on attention and MLP · AdamW"
+    )
+    qlora = {"method": {"type": "qlora", "rank": 64, "targets": ["q_proj", "v_proj"]},
+             "optimizer": "adamw8bit"}  # fmt: skip
+    assert training_summary(qlora) == (
+        "QLoRA r=64 on q_proj and v_proj over 4-bit NF4 weights · 8-bit AdamW"
+    )
+    assert training_summary({"offload": "optimizer"}) == (
+        "Full training · AdamW · offload optimizer states to CPU"
+    )
+    assert training_summary({"tokens": 1e9, "method": {"type": "full"}}) == ""

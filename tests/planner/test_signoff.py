@@ -1,5 +1,5 @@
-"""The sign-off pack's whole run and step margins: every run of the request, side by side in
-the documents and long-form in the CSV and XLSX, all read from the snapshot.
+"""The sign-off pack's whole run, step margins and training method: every run of the request,
+side by side in the documents and long-form in the CSV and XLSX, all read from the snapshot.
 
 The runs are real (started and executed by the worker's service). One test strips the newer
 figures from a frozen snapshot to stand for a request submitted before they existed.
@@ -13,10 +13,12 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.template.loader import render_to_string
 from numpy.testing import assert_allclose
 
+from estimator.core.presets import recipe_scenario
 from planner.breakdowns import percent_text
-from planner.models import BudgetRequest, EstimationRun, Scenario
+from planner.models import BudgetRequest, EstimationRun, Project, Scenario
 from planner.services import (
     budget_request_create,
     budget_request_submit,
@@ -26,12 +28,14 @@ from planner.services import (
 )
 from planner.signoff import (
     MARGINS_HEADER,
+    TRAINING_METHOD_HEADER,
     WHOLE_RUN_HEADER,
     signoff_context,
     signoff_csv,
     signoff_xlsx,
 )
 from tests.planner.conftest import list_price, small_spec
+from tests.planner.views.conftest import _client
 
 pytestmark = pytest.mark.django_db
 
@@ -160,3 +164,72 @@ def test_a_snapshot_frozen_before_the_whole_run_still_makes_a_pack(
     csv_text = signoff_csv(old)
     assert "Steady-state training" in csv_text
     assert signoff_xlsx(old)
+
+
+# --- Training method -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fine_tuning(
+    project: Project, requester: User, prices: None, django_capture_on_commit_callbacks: Any
+) -> BudgetRequest:
+    """A submitted request for a LoRA run of Llama 3 8B, a full fine-tune as the alternative."""
+    runs = []
+    for name, recipe in (("LoRA r16", "llama3-8b-lora-r16-8xh100"),
+                         ("Full fine-tune", "llama3-8b-full-8xh100")):  # fmt: skip
+        scenario = scenario_create(
+            user=requester, project=project, name=name, spec=recipe_scenario(recipe),
+            price_source="price_entry", price=list_price("H100-SXM"), model_preset="llama3-8b",
+        )  # fmt: skip
+        with django_capture_on_commit_callbacks(execute=False):
+            done = run_execute(run_id=run_start(user=requester, scenario=scenario, seed=5).pk)
+        assert done is not None
+        assert done.status == "succeeded", done.error
+        runs.append(done)
+    draft = budget_request_create(
+        user=requester, run=runs[0], title="Llama 3 8B LoRA", justification="Cheaper than full.",
+        alternatives=runs[1:],
+    )  # fmt: skip
+    return budget_request_submit(user=requester, request=draft)
+
+
+def test_a_fine_tuning_pack_shows_each_runs_training_method(
+    fine_tuning: BudgetRequest, requester: User
+) -> None:
+    context = signoff_context(fine_tuning)
+    lora, full = context["training_methods"]
+    assert (lora.type, lora.rank, full.type) == ("lora", 16, "full")
+    assert lora.trainable_parameters < full.trainable_parameters / 100
+    sections = _sections(signoff_csv(fine_tuning))
+    rows = sections[TRAINING_METHOD_HEADER]
+    assert [row[2] for row in rows] == ["LoRA", "Full training"]
+    assert int(rows[0][8]) == lora.trainable_count
+    from openpyxl import load_workbook
+
+    book = load_workbook(io.BytesIO(signoff_xlsx(fine_tuning)))
+    assert book.sheetnames == [
+        "Summary", "Comparison", "Training method", "Whole run", "Step margins", "Timeline",
+    ]  # fmt: skip
+    page = _client(requester).get(fine_tuning.get_absolute_url()).content.decode()
+    pdf_html = render_to_string("budgets/signoff_pdf.html", context)
+    for body in (page, pdf_html):
+        assert 'data-testid="budget-training-method"' in body
+        assert "LoRA r=16 on attention and MLP" in body
+
+
+def test_a_pre_training_pack_has_no_training_method(submitted: BudgetRequest) -> None:
+    assert signoff_context(submitted)["training_methods"] == []
+    assert TRAINING_METHOD_HEADER not in _sections(signoff_csv(submitted))
+
+
+def test_an_alternative_frozen_before_the_training_method_shows_none(
+    fine_tuning: BudgetRequest,
+) -> None:
+    snapshot = fine_tuning.snapshot or {}
+    for summary in (snapshot["chosen"], *snapshot["alternatives"]):
+        del summary["training_method"]
+    BudgetRequest.objects.filter(pk=fine_tuning.pk).update(snapshot=snapshot)
+    lora, full = signoff_context(BudgetRequest.objects.get(pk=fine_tuning.pk))["training_methods"]
+    assert lora is not None  # the chosen run's full estimate has it
+    assert full is None
+    assert "(not in this snapshot)" in signoff_csv(BudgetRequest.objects.get(pk=fine_tuning.pk))

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.urls import reverse
 
 from planner.models import EstimationRun, Project, RunStatus, Scenario
 from planner.services import run_execute, run_start, scenario_create
@@ -61,3 +62,16 @@ def estimated(
     scenario: Scenario, requester: User, django_capture_on_commit_callbacks: Capture
 ) -> EstimationRun:
     return _finished_run(django_capture_on_commit_callbacks, requester, scenario)
+
+
+def _form_refusal_check(
+    user: User, project: Project, data: dict[str, Any], field: str, message: str
+) -> None:
+    """Posting ``data`` to the scenario form shows ``message`` on ``field`` and saves nothing."""
+    url = reverse("planner:scenario-create", args=[project.pk])
+    response = _client(user).post(url, data)
+    assert response.status_code == 200
+    errors = response.context["form"].errors
+    assert field in errors, errors
+    assert message.lower() in " ".join(errors[field]).lower()
+    assert not Scenario.objects.exists()

@@ -9,8 +9,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
 
+from estimator.core.presets import recipe_scenario
 from planner.models import Comparison, Organisation, Project, Scenario
-from planner.services import project_create
+from planner.services import project_create, scenario_create
 from tests.planner.conftest import example_quote, list_price
 from tests.planner.views.conftest import Capture, _add_scenario, _budget, _client, _finished_run
 
@@ -56,6 +57,7 @@ def test_the_comparison_marks_the_cheapest_and_the_fastest(
     assert set(saved.scenarios.all()) == set(scenarios)
     body = client.get(saved.get_absolute_url()).content.decode()
     assert (_marked(body, "cheapest"), _marked(body, "fastest")) == ([cheapest], [fastest])
+    assert 'data-testid="training-method"' not in body  # pre-training: no training column
 
 
 def test_a_comparison_needs_two_scenarios_and_a_name(requester: User, scenario: Scenario) -> None:
@@ -80,3 +82,38 @@ def test_a_comparison_ignores_scenarios_of_other_projects(
     url = reverse("planner:project-compare", args=[scenario.project.pk])
     response = _client(requester).get(f"{url}?scenario={scenario.pk}&scenario={other.pk}")
     assert [s.pk for s in response.context["scenarios"]] == [scenario.pk]
+
+
+def _trainable(body: str) -> dict[int, int]:
+    cells = re.findall(
+        r'data-testid="comparison-row" data-scenario-id="(\d+)".*?'
+        r'data-testid="trainable-parameters" data-value="(\d+)"',
+        body,
+        flags=re.DOTALL,
+    )
+    return {int(pk): int(count) for pk, count in cells}
+
+
+def test_lora_and_full_fine_tuning_side_by_side(
+    requester: User, project: Project, prices: None, django_capture_on_commit_callbacks: Capture
+) -> None:
+    scenarios = [
+        scenario_create(
+            user=requester, project=project, name=name, spec=recipe_scenario(recipe),
+            price_source="price_entry", price=list_price("H100-SXM"), model_preset="llama3-8b",
+        )
+        for name, recipe in (("LoRA", "llama3-8b-lora-r16-8xh100"),
+                             ("Full", "llama3-8b-full-8xh100"))
+    ]  # fmt: skip
+    runs = [_finished_run(django_capture_on_commit_callbacks, requester, s) for s in scenarios]
+    query = "&".join(f"scenario={s.pk}" for s in scenarios)
+    url = f"{reverse('planner:project-compare', args=[project.pk])}?{query}"
+    body = _client(requester).get(url).content.decode()
+    assert "Training<span" in body
+    lora, full = (run.result or {} for run in runs)
+    assert _trainable(body) == {
+        scenarios[0].pk: round(lora["training_method"]["trainable_parameters"]),
+        scenarios[1].pk: round(full["training_method"]["trainable_parameters"]),
+    }
+    assert "LoRA r=16 on attention and MLP" in body
+    assert "Full training" in body

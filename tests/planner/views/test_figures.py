@@ -1,5 +1,6 @@
 """A run's figures on the run and scenario pages: the whole run by part, the two step-time
-margins apart, the memory headroom under the framework, and the layouts the search weighed.
+margins apart, the memory headroom under the framework, the layouts the search weighed, and
+the training method of a fine-tuning run.
 
 Runs are real: started with ``run_start`` and executed by the worker's service, so the
 figures are the estimator's own output. One test strips the newer keys from such a run to
@@ -15,6 +16,7 @@ from django.contrib.auth.models import User
 from django.utils.html import escape
 from numpy.testing import assert_allclose
 
+from estimator.core.presets import recipe_scenario
 from planner.breakdowns import percent_text
 from planner.models import EstimationRun, Project
 from planner.services import scenario_create
@@ -187,3 +189,42 @@ def test_a_run_stored_before_the_new_figures_still_renders(
     assert "Framework overheads" in body  # the one line such a run has
     for absent in ("whole-run", "memory-headroom", "layouts-considered", "step-margins"):
         assert f'data-testid="{absent}"' not in body, absent
+
+
+# --- Training method -------------------------------------------------------------------------
+
+
+def test_a_lora_run_shows_its_training_method(
+    requester: User, project: Project, prices: None, django_capture_on_commit_callbacks: Capture
+) -> None:
+    lora = scenario_create(
+        user=requester, project=project, name="LoRA r16", price_source="price_entry",
+        spec=recipe_scenario("llama3-8b-lora-r16-8xh100"), price=list_price("H100-SXM"),
+        model_preset="llama3-8b",
+    )  # fmt: skip
+    run = _finished_run(django_capture_on_commit_callbacks, requester, lora)
+    reported = _result(run)["training_method"]
+    method = _figures(run)["training_method"]
+    assert method is not None
+    assert method.trainable_count == round(reported["trainable_parameters"])
+    body = _page(requester, run)
+    for shown in (
+        'data-testid="training-method" data-method="lora"',
+        "LoRA r=16 on attention and MLP",
+        f'data-testid="trainable-parameters" data-value="{method.trainable_count}"',
+        method.trainable_text,
+    ):
+        assert shown in body, shown
+    assert 'data-testid="host-memory"' not in body  # nothing offloaded
+    assert (
+        'data-testid="training-method"'
+        in _client(requester).get(lora.get_absolute_url()).content.decode()
+    )
+
+
+def test_a_pre_training_run_has_no_training_method_block(
+    requester: User, estimated: EstimationRun
+) -> None:
+    assert _result(estimated)["training_method"]["type"] == "full"
+    assert _figures(estimated)["training_method"] is None
+    assert 'data-testid="training-method"' not in _page(requester, estimated)

@@ -15,7 +15,13 @@ from estimator.core.presets import load_presets
 from planner.models import AuditEvent, BudgetRequest, EstimationRun, Project, Scenario
 from planner.services import budget_request_create, scenario_update
 from tests.planner.conftest import list_price
-from tests.planner.views.conftest import Capture, _budget, _client, _finished_run
+from tests.planner.views.conftest import (
+    Capture,
+    _budget,
+    _client,
+    _finished_run,
+    _form_refusal_check,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -142,13 +148,8 @@ def test_bad_scenario_input_shows_the_field_error_and_writes_nothing(
     field: str,
     message: str,
 ) -> None:
-    url = reverse("planner:scenario-create", args=[project.pk])
-    response = _client(requester).post(url, _scenario_form(list_price("H100-SXM"), **changes))
-    assert response.status_code == 200
-    errors = response.context["form"].errors
-    assert field in errors, errors
-    assert message in " ".join(errors[field]).lower()
-    assert not Scenario.objects.exists()
+    data = _scenario_form(list_price("H100-SXM"), **changes)
+    _form_refusal_check(requester, project, data, field, message)
 
 
 def test_a_price_for_another_accelerator_is_refused_on_the_price_field(
