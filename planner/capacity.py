@@ -20,8 +20,9 @@ from decimal import Decimal
 from typing import Any
 
 from estimator.core import ClusterOption, ScenarioError, load_catalog, plan_capacity
-from estimator.core.capacity import pareto_frontier
+from estimator.core.capacity import meets_limits, pareto_frontier
 from estimator.core.presets import preset_scenario
+from planner.prices import PriceObject, price_describe
 from pricing import selectors as pricing_selectors
 from pricing.errors import PricingError
 from pricing.models import PriceBook, PriceEntry, PricingType
@@ -56,6 +57,29 @@ class PricedOption:
 class PricedOptions:
     options: list[PricedOption] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+
+
+def deadline_days(deadline: date, *, today: date) -> int:
+    """Whole days from ``today`` to ``deadline``: the time a plan's training may take. [days]"""
+    return (deadline - today).days
+
+
+def _option(price: PriceObject, *, currency: str, max_gpus: int, on: date) -> PricedOption:
+    """``price`` as an option priced in ``currency`` (raises PricingError without a rate)."""
+    described = price_describe(price)
+    original = described.price_per_gpu_hour
+    converted, note = _converted(original, described.currency, currency, on)
+    return PricedOption(
+        key=described.key,
+        source=described.kind,
+        label=described.name,
+        accelerator=described.accelerator,
+        price_per_gpu_hour=converted,
+        original_price=original,
+        original_currency=described.currency,
+        max_gpus=max_gpus,
+        rate_note=note,
+    )
 
 
 def _converted(amount: Decimal, from_currency: str, currency: str, on: date) -> tuple[Decimal, str]:
@@ -103,23 +127,9 @@ def _book_options(
             built.skipped.append(f"{catalog_id}: not in the estimator's catalog")
             continue
         try:
-            price, note = _converted(entry.price_per_accelerator_hour, book.currency, currency, on)
+            built.options.append(_option(entry, currency=currency, max_gpus=max_gpus, on=on))
         except PricingError as error:
             built.skipped.append(f"{catalog_id} from {book.name}: {error.message}")
-            continue
-        built.options.append(
-            PricedOption(
-                key=f"price_entry:{entry.pk}",
-                source="Price book",
-                label=f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}",
-                accelerator=catalog_id,
-                price_per_gpu_hour=price,
-                original_price=entry.price_per_accelerator_hour,
-                original_currency=book.currency,
-                max_gpus=max_gpus,
-                rate_note=note,
-            )
-        )
     return built
 
 
@@ -131,24 +141,11 @@ def _quote_options(*, currency: str, max_gpus: int, on: date) -> PricedOptions:
         if catalog_id not in catalog:
             built.skipped.append(f"quote {quote.reference}: {catalog_id} not in the catalog")
             continue
+        limit = min(quote.accelerator_count, max_gpus)
         try:
-            price, note = _converted(quote.price_per_accelerator_hour, quote.currency, currency, on)
+            built.options.append(_option(quote, currency=currency, max_gpus=limit, on=on))
         except PricingError as error:
             built.skipped.append(f"quote {quote.reference}: {error.message}")
-            continue
-        built.options.append(
-            PricedOption(
-                key=f"vendor_quote:{quote.pk}",
-                source="Vendor quote",
-                label=f"{quote.vendor} {quote.reference}".strip(),
-                accelerator=catalog_id,
-                price_per_gpu_hour=price,
-                original_price=quote.price_per_accelerator_hour,
-                original_currency=quote.currency,
-                max_gpus=min(quote.accelerator_count, max_gpus),
-                rate_note=note,
-            )
-        )
     return built
 
 
@@ -156,30 +153,13 @@ def _onprem_options(*, currency: str, max_gpus: int, on: date) -> PricedOptions:
     built = PricedOptions()
     catalog = load_catalog()
     for profile in pricing_selectors.onprem_profile_list():
-        accelerator = profile.accelerator.catalog_id if profile.accelerator else None
-        if accelerator is None or accelerator not in catalog:
+        if price_describe(profile).accelerator not in catalog:  # "" when it names none
             built.skipped.append(f"on-prem '{profile.name}': no catalog accelerator")
             continue
-        cost = pricing_selectors.onprem_profile_cost(profile=profile).price_per_gpu_hour
-        cost = cost.quantize(Decimal("0.0001"))
         try:
-            price, note = _converted(cost, profile.currency, currency, on)
+            built.options.append(_option(profile, currency=currency, max_gpus=max_gpus, on=on))
         except PricingError as error:
             built.skipped.append(f"on-prem '{profile.name}': {error.message}")
-            continue
-        built.options.append(
-            PricedOption(
-                key=f"onprem_profile:{profile.pk}",
-                source="On-prem",
-                label=profile.name,
-                accelerator=accelerator,
-                price_per_gpu_hour=price,
-                original_price=cost,
-                original_currency=profile.currency,
-                max_gpus=max_gpus,
-                rate_note=note,
-            )
-        )
     return built
 
 
@@ -305,7 +285,9 @@ def capacity_plan(
         evaluated += found["points_evaluated"]
         for option in members:
             on_time = _priced(found["feasible"], option)
-            feasible += [p for p in on_time if budget is None or p["cost"] <= budget]
+            feasible += [
+                p for p in on_time if meets_limits(p, deadline_days=deadline_days, budget=budget)
+            ]
             frontier_points += _priced(found["frontier"], option)
     feasible.sort(key=lambda p: (p["cost"], p["training_days"]))
     return CapacityPlan(

@@ -6,28 +6,27 @@ or 409 responses with the field at fault, the pages into form errors or messages
 
 from __future__ import annotations
 
+from planner.lib.errors import DomainError
 
-class PlannerError(Exception):
+
+class PlannerError(DomainError):
     """A planning rule refused an operation; ``field`` names the input at fault, if any."""
 
     code = "planner_error"
-
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
 
 
 class NotAllowed(PlannerError):
     """The user's role in the organisation does not allow the operation."""
 
     code = "not_allowed"
+    kind = "forbidden"
 
 
 class RunNotRetryable(PlannerError):
     """Only a failed run can be retried."""
 
     code = "run_not_retryable"
+    kind = "conflict"
 
 
 class TransitionRefused(PlannerError):
@@ -35,9 +34,11 @@ class TransitionRefused(PlannerError):
     first)."""
 
     code = "transition_refused"
+    kind = "conflict"
 
 
 class SeparationOfDuties(PlannerError):
     """The user created or edited the budget request, so may not decide on it."""
 
     code = "separation_of_duties"
+    kind = "forbidden"

@@ -7,6 +7,7 @@ the organisations they are a member of. Writes go through :mod:`planner.services
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
@@ -14,6 +15,9 @@ from django.db.models import Q
 from django.urls import reverse
 
 from pricing.models import MONEY_DIGITS, MONEY_PLACES, OnPremProfile, PriceEntry, VendorQuote
+
+if TYPE_CHECKING:
+    from planner.prices import PriceObject
 
 
 class Role(models.TextChoices):
@@ -188,6 +192,14 @@ class Scenario(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("planner:scenario-detail", args=[self.pk])
+
+    @property
+    def price(self) -> PriceObject | None:
+        """The record the scenario is costed at: its entry, quote or on-prem profile.
+
+        The check constraint leaves exactly one set on a saved scenario.
+        """
+        return self.price_entry or self.vendor_quote or self.onprem_profile
 
     @property
     def accelerator_id(self) -> str:

@@ -6,7 +6,7 @@ maintain price books and quotes, viewers only read.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AnonymousUser, User
+from planner.lib.actors import Actor
 
 REQUESTER = "requester"
 APPROVER = "approver"
@@ -15,7 +15,7 @@ VIEWER = "viewer"
 ALL_ROLES = (REQUESTER, APPROVER, PRICING_ADMIN, VIEWER)
 
 
-def user_has_role(user: User | AnonymousUser, role: str) -> bool:
+def user_has_role(user: Actor, role: str) -> bool:
     """Superusers hold every role; others hold the roles of their groups."""
     if not user.is_authenticated:
         return False

@@ -11,29 +11,22 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import Exists, IntegerField, OuterRef, Prefetch, QuerySet, Value
-from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Cast, Coalesce
+from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
+from planner.lib.actors import Actor
 from planner.models import (
-    AuditEvent,
-    BudgetDecision,
     BudgetRequest,
-    BudgetState,
     Comparison,
     EstimationRun,
     Organisation,
     Project,
-    Role,
+    RunStatus,
     Scenario,
 )
-from planner.services.budgets import AUTHORING_ACTIONS
-
-Viewer = User | AnonymousUser
+from planner.services.budget_rules import budget_requests_decidable
 
 
-def organisations_for(user: Viewer) -> QuerySet[Organisation]:
+def organisations_for(user: Actor) -> QuerySet[Organisation]:
     if not user.is_authenticated:
         return Organisation.objects.none()
     if getattr(user, "is_superuser", False):
@@ -41,13 +34,13 @@ def organisations_for(user: Viewer) -> QuerySet[Organisation]:
     return Organisation.objects.filter(memberships__user__pk=user.pk).distinct()
 
 
-def projects_for(user: Viewer) -> QuerySet[Project]:
+def projects_for(user: Actor) -> QuerySet[Project]:
     return Project.objects.filter(organisation__in=organisations_for(user)).select_related(
         "organisation", "owner"
     )
 
 
-def scenarios_for(user: Viewer) -> QuerySet[Scenario]:
+def scenarios_for(user: Actor) -> QuerySet[Scenario]:
     return Scenario.objects.filter(project__in=projects_for(user)).select_related(
         "project__organisation",
         "price_entry__book",
@@ -57,13 +50,13 @@ def scenarios_for(user: Viewer) -> QuerySet[Scenario]:
     )
 
 
-def runs_for(user: Viewer) -> QuerySet[EstimationRun]:
+def runs_for(user: Actor) -> QuerySet[EstimationRun]:
     return EstimationRun.objects.filter(scenario__in=scenarios_for(user)).select_related(
         "scenario__project__organisation"
     )
 
 
-def comparisons_for(user: Viewer) -> QuerySet[Comparison]:
+def comparisons_for(user: Actor) -> QuerySet[Comparison]:
     return Comparison.objects.filter(project__in=projects_for(user)).select_related(
         "project__organisation"
     )
@@ -80,8 +73,14 @@ def scenarios_with_latest_run(scenarios: QuerySet[Scenario]) -> list[Scenario]:
     return listed
 
 
-def latest_successful_run(scenario: Scenario) -> EstimationRun | None:
-    return scenario.runs.filter(status="succeeded").order_by("-finished_at").first()
+def latest_successful_runs(scenarios: QuerySet[Scenario]) -> QuerySet[EstimationRun]:
+    """The latest successful run of each of ``scenarios`` that has one, as one query."""
+    latest = (
+        EstimationRun.objects.filter(scenario=OuterRef("scenario"), status=RunStatus.SUCCEEDED)
+        .order_by("-finished_at")
+        .values("pk")[:1]
+    )
+    return EstimationRun.objects.filter(scenario__in=scenarios, pk=Subquery(latest))
 
 
 @dataclass
@@ -156,43 +155,17 @@ def comparison_rows(scenarios: Iterable[Scenario], currency: str) -> list[Compar
     return rows
 
 
-def budget_requests_for(user: Viewer) -> QuerySet[BudgetRequest]:
+def budget_requests_for(user: Actor) -> QuerySet[BudgetRequest]:
     """The requests of the projects in the user's organisations (none for anonymous users)."""
     return BudgetRequest.objects.filter(project__in=projects_for(user))
 
 
-def _approver_organisations(user: User) -> QuerySet[Organisation]:
-    if user.is_superuser:
-        return organisations_for(user)  # superusers hold every role
-    return Organisation.objects.filter(
-        memberships__user__pk=user.pk, memberships__role=Role.APPROVER
-    )
-
-
 def budget_requests_awaiting(
-    user: Viewer, requests: QuerySet[BudgetRequest]
+    user: Actor, requests: QuerySet[BudgetRequest]
 ) -> QuerySet[BudgetRequest]:
-    """The submitted ``requests`` that ``user`` may still decide on.
+    """The submitted ``requests`` that ``user`` may still decide on, as one query.
 
-    The user approves in the request's organisation, is not one of its authors (the creator,
-    or anyone who created, edited or submitted it) and has not decided on the current
-    submission yet: the same rules the decision services apply, as one query.
+    The rule (separation of duties, one decision per submission) and its query live together
+    in :func:`planner.services.budget_rules.budget_requests_decidable`.
     """
-    if not isinstance(user, User) or not user.is_authenticated:
-        return requests.none()
-    authored = AuditEvent.objects.filter(
-        request=OuterRef("pk"), actor__pk=user.pk, action__in=AUTHORING_ACTIONS
-    )
-    decided = BudgetDecision.objects.filter(
-        request=OuterRef("pk"), approver__pk=user.pk, submission=OuterRef("current_submission")
-    )
-    submission = Cast(KeyTextTransform("submission", "snapshot"), IntegerField())
-    return (
-        requests.filter(
-            state=BudgetState.SUBMITTED,
-            project__organisation__in=_approver_organisations(user),
-        )
-        .exclude(created_by__pk=user.pk)
-        .annotate(current_submission=Coalesce(submission, Value(1)))
-        .filter(~Exists(authored), ~Exists(decided))
-    )
+    return budget_requests_decidable(user, requests)

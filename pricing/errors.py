@@ -8,9 +8,12 @@ imported here, so :mod:`pricing.tco` can raise them too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+from planner.lib.errors import DomainError
 
 
-class PricingError(Exception):
+class PricingError(DomainError):
     """A pricing rule refused an operation.
 
     ``field`` names the input at fault when there is one, so a caller can show the message
@@ -19,22 +22,19 @@ class PricingError(Exception):
 
     code = "pricing_error"
 
-    def __init__(self, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.field = field
-
 
 class PublishedBookImmutable(PricingError):
     """A published price book, or one of its entries, was about to change."""
 
     code = "published_book_immutable"
+    kind = "conflict"
 
 
 class DuplicateRecord(PricingError):
     """The record would duplicate one that exists (same natural key)."""
 
     code = "duplicate"
+    kind = "conflict"
 
 
 class QuoteNotSelectable(PricingError):
@@ -71,3 +71,10 @@ class CsvImportError(PricingError):
         noun = "problem" if len(errors) == 1 else "problems"
         super().__init__(f"{len(errors)} {noun} in the file; nothing was imported.")
         self.errors = errors
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "errors": [
+                {"line": e.line, "column": e.column, "reason": e.reason} for e in self.errors
+            ]
+        }

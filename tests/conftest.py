@@ -26,11 +26,17 @@ ARTIFACTS = ROOT / "test-artifacts"
 WORKER_START_TIMEOUT_S = 60
 
 
+# A fast hasher: the suite creates users by the hundred, and the production hasher (PBKDF2 with
+# its full iteration count) is built to be slow. Logins in the browser tests still check it.
+TEST_PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    """Tests speak plain HTTP: no TLS redirect, HSTS or secure cookies.
+    """Tests speak plain HTTP (no TLS redirect, HSTS or secure cookies) and hash passwords fast.
 
     Set before the live server builds its middleware, which reads these once at start-up.
     """
+    django_settings.PASSWORD_HASHERS = TEST_PASSWORD_HASHERS
     django_settings.SECURE_SSL_REDIRECT = False
     django_settings.SECURE_HSTS_SECONDS = 0
     django_settings.SESSION_COOKIE_SECURE = False

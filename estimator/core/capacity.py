@@ -46,7 +46,21 @@ class ClusterOption:
 
 
 def cluster_sizes(max_gpus: int, node_size: int) -> list[int]:
-    """Cluster sizes tried for one option, ascending (see the module docstring)."""
+    """Cluster sizes tried for one option, ascending (see the module docstring).
+
+    Parameters
+    ----------
+    max_gpus : int
+        Most devices the option offers. [devices]
+    node_size : int
+        Devices per node. [devices]
+
+    Returns
+    -------
+    list of int
+        Powers of two, node x 2^k and node x 3 x 2^k up to ``max_gpus``, and ``max_gpus``
+        itself when it is a node multiple. [devices]
+    """
     sizes = {1 << k for k in range(max_gpus.bit_length()) if 1 << k <= max_gpus}
     for base in (node_size, 3 * node_size):
         size = base
@@ -91,7 +105,19 @@ def _point(
 
 
 def pareto_frontier(points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Points no other point beats on both cost and days, fastest first."""
+    """Points no other point beats on both cost and days, fastest first.
+
+    Parameters
+    ----------
+    points : iterable of mapping
+        Each with ``training_days`` [days] and ``cost`` [currency].
+
+    Returns
+    -------
+    list of dict
+        Copies of the points on the cost-versus-days Pareto frontier, fastest first (each
+        strictly cheaper than every faster one).
+    """
     frontier: list[dict[str, Any]] = []
     cheapest = float("inf")
     for point in sorted(points, key=lambda p: (p["training_days"], p["cost"])):
@@ -101,7 +127,25 @@ def pareto_frontier(points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]
     return frontier
 
 
-def _meets(point: Mapping[str, Any], deadline_days: float | None, budget: float | None) -> bool:
+def meets_limits(
+    point: Mapping[str, Any], *, deadline_days: float | None, budget: float | None
+) -> bool:
+    """Whether a point finishes within the deadline and costs at most the budget.
+
+    Parameters
+    ----------
+    point : mapping
+        ``training_days`` [days] and ``cost`` [currency], as :func:`plan_capacity` gives.
+    deadline_days : float or None
+        Latest acceptable wall-clock training time; None: no deadline. [days]
+    budget : float or None
+        Highest acceptable cost; None: no budget. [currency]
+
+    Returns
+    -------
+    bool
+        True when both limits hold; a point exactly on a limit meets it.
+    """
     on_time = deadline_days is None or point["training_days"] <= deadline_days
     affordable = budget is None or point["cost"] <= budget
     return on_time and affordable
@@ -145,7 +189,7 @@ def plan_capacity(
             else:
                 points.append(point)
     feasible = sorted(
-        (p for p in points if _meets(p, deadline_days, budget)),
+        (p for p in points if meets_limits(p, deadline_days=deadline_days, budget=budget)),
         key=lambda p: (p["cost"], p["training_days"]),
     )
     return {

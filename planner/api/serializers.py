@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import AnonymousUser
 from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner import selectors
+from planner.lib.actors import Actor
 from planner.models import (
     Comparison,
     EstimationRun,
@@ -25,12 +26,13 @@ from planner.models import (
     Role,
     Scenario,
 )
+from planner.prices import PRICE_MODELS, price_queryset
 from planner.selectors import ComparisonRow
 from planner.services import price_snapshot, user_roles
-from pricing.models import MONEY_DIGITS, MONEY_PLACES, OnPremProfile, PriceEntry, VendorQuote
+from pricing.models import MONEY_DIGITS, MONEY_PLACES
 
-Viewer = User | AnonymousUser
-PRICE_FIELDS = ("price_entry", "vendor_quote", "onprem_profile")
+#: The request's price fields: one per price source, named as the source.
+PRICE_FIELDS = tuple(PRICE_MODELS)
 
 
 class ScopedPrimaryKeyField(serializers.PrimaryKeyRelatedField):
@@ -40,7 +42,7 @@ class ScopedPrimaryKeyField(serializers.PrimaryKeyRelatedField):
     """
 
     def __init__(
-        self, model: type[Model], selector: Callable[[Viewer], QuerySet[Any]], **kwargs: Any
+        self, model: type[Model], selector: Callable[[Actor], QuerySet[Any]], **kwargs: Any
     ) -> None:
         self.selector = selector
         # Only the schema reads this queryset (for the id's type); lookups use the selector.
@@ -199,19 +201,13 @@ class PriceInput(serializers.Serializer):
 
     price_source = serializers.ChoiceField(PriceSource.choices)
     price_entry = serializers.PrimaryKeyRelatedField(
-        queryset=PriceEntry.objects.select_related("book", "accelerator", "provider"),
-        required=False,
-        allow_null=True,
+        queryset=price_queryset("price_entry"), required=False, allow_null=True
     )
     vendor_quote = serializers.PrimaryKeyRelatedField(
-        queryset=VendorQuote.objects.select_related("accelerator"),
-        required=False,
-        allow_null=True,
+        queryset=price_queryset("vendor_quote"), required=False, allow_null=True
     )
     onprem_profile = serializers.PrimaryKeyRelatedField(
-        queryset=OnPremProfile.objects.select_related("accelerator"),
-        required=False,
-        allow_null=True,
+        queryset=price_queryset("onprem_profile"), required=False, allow_null=True
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from planner import selectors, services
 from planner.api import budget_serializers as budget_io
 from planner.api import filters
 from planner.api import serializers as io
-from planner.api.base import PlannerErrorsMixin, PlannerModelViewSet
+from planner.api.base import PlannerModelViewSet
 from planner.api.parsers import PLANNER_PARSERS
 from planner.api.permissions import SignedIn
+from planner.lib.api import InputOutputSchema
 from planner.models import (
     AuditEvent,
     BudgetDecision,
@@ -33,7 +34,6 @@ from planner.models import (
     Scenario,
 )
 from planner.selectors import budget_requests_for
-from pricing.api.schema import InputOutputSchema
 
 READ_AND_CREATE = ["get", "post", "head", "options"]
 READ_CREATE_AND_PATCH = [*READ_AND_CREATE, "patch"]
@@ -41,7 +41,7 @@ BAD_INPUT = OpenApiResponse(description="A field is missing, malformed or refuse
 NOT_ALLOWED = OpenApiResponse(description="The user's role in the organisation does not allow it")
 
 
-class OrganisationViewSet(PlannerErrorsMixin, viewsets.ReadOnlyModelViewSet):
+class OrganisationViewSet(viewsets.ReadOnlyModelViewSet):
     """The organisations the user belongs to, with the user's roles in each."""
 
     queryset = Organisation.objects.none()
@@ -161,7 +161,7 @@ def run_accepted(request: Request, run: EstimationRun) -> Response:
     )
 
 
-class RunViewSet(PlannerErrorsMixin, viewsets.ReadOnlyModelViewSet):
+class RunViewSet(viewsets.ReadOnlyModelViewSet):
     """Estimation runs: status, progress and, once succeeded, the figures; filter by
     ``scenario``, ``project`` or ``status``."""
 

@@ -1,10 +1,18 @@
 """Forms of the planner pages: they parse input; services decide and write.
 
 One module per subject; every public name is re-exported here, so ``from planner.forms
-import ScenarioForm`` works wherever the form lives. The budget-request forms are in
-:mod:`planner.forms_budgets`.
+import ScenarioForm`` works wherever the form lives.
 """
 
+from planner.forms.budgets import (
+    JUSTIFICATION_HELP,
+    BudgetActionForm,
+    BudgetRequestForm,
+    RequestChoice,
+    RunChoices,
+    initial_from,
+    run_label,
+)
 from planner.forms.capacity import MAX_CAPACITY_GPUS, CapacityForm, ScenarioChoiceField
 from planner.forms.common import (
     MAX_TOKENS,
@@ -41,6 +49,7 @@ from planner.forms.scenarios import (
 
 __all__ = [
     "CUSTOM",
+    "JUSTIFICATION_HELP",
     "LAYOUT_FIELDS",
     "MAX_CAPACITY_GPUS",
     "MAX_TOKENS",
@@ -49,6 +58,8 @@ __all__ = [
     "PRECISIONS",
     "RECOMPUTE",
     "ZERO_STAGES",
+    "BudgetActionForm",
+    "BudgetRequestForm",
     "CapacityForm",
     "ComparisonSaveForm",
     "DateInput",
@@ -57,11 +68,14 @@ __all__ = [
     "PriceObject",
     "ProjectEditForm",
     "ProjectForm",
+    "RequestChoice",
+    "RunChoices",
     "ScenarioChoiceField",
     "ScenarioForm",
     "ScenarioImportForm",
     "ScenarioJsonForm",
     "choice_field",
+    "initial_from",
     "planner_error_add",
     "preset_label",
     "preset_matching",
@@ -71,5 +85,6 @@ __all__ = [
     "quantity_format",
     "quantity_parse",
     "recipes_for_page",
+    "run_label",
     "tokens_parse",
 ]

@@ -9,6 +9,7 @@ from django import forms
 from django.utils import timezone
 
 from estimator.core.presets import load_presets
+from planner.capacity import deadline_days
 from planner.forms.common import DateInput, choice_field, preset_label, tokens_parse
 from planner.models import Scenario
 from pricing.currency import currency_code_check
@@ -75,7 +76,7 @@ class CapacityForm(forms.Form):
 
     def clean_deadline(self) -> date:
         deadline: date = self.cleaned_data["deadline"]
-        if deadline <= timezone.localdate():
+        if deadline_days(deadline, today=timezone.localdate()) < 1:
             raise forms.ValidationError("Pick a date after today.")
         return deadline
 

@@ -26,9 +26,10 @@ from planner.forms.finetuning import (
     training_options_initial,
     training_options_spec,
 )
-from planner.forms.prices import OptionAttrsSelect, PriceObject, price_choices, price_value
+from planner.forms.prices import OptionAttrsSelect, price_choices, price_value
 from planner.labels import OFFLOAD_MODES, OPTIMIZERS
 from planner.models import Scenario
+from planner.prices import PriceObject, price_key_parse
 from pricing import selectors as pricing_selectors
 
 CUSTOM = "custom"
@@ -286,7 +287,7 @@ class ScenarioForm(forms.Form):
         for options in self.price_groups.values():
             for choice in options:
                 if choice.value == value:
-                    source = value.split(":", 1)[0]
+                    source, _ = price_key_parse(value)
                     return source, choice.price
         raise forms.ValidationError("Choose where the price per GPU-hour comes from.")
 

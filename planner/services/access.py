@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.contrib.auth.models import AnonymousUser, User
-
 from planner.errors import NotAllowed
+from planner.lib.actors import Actor
 from planner.models import Membership, Organisation, Role
 
 #: Roles that may write projects, scenarios and runs.
 AUTHOR_ROLES = (Role.REQUESTER,)
 
 
-def user_roles(user: User | AnonymousUser, organisation: Organisation) -> set[str]:
+def user_roles(user: Actor, organisation: Organisation) -> set[str]:
     """The roles ``user`` holds in ``organisation`` (superusers hold them all)."""
     if not user.is_authenticated:
         return set()
@@ -27,7 +26,7 @@ def user_roles(user: User | AnonymousUser, organisation: Organisation) -> set[st
 
 
 def role_assert(
-    user: User | AnonymousUser,
+    user: Actor,
     organisation: Organisation,
     roles: Iterable[str],
     *,
@@ -38,8 +37,3 @@ def role_assert(
     if not user_roles(user, organisation) & wanted:
         names = " or ".join(sorted(Role(role).label.lower() for role in wanted))
         raise NotAllowed(f"Only a {names} of {organisation} may {action}.")
-
-
-def actor_user(user: User | AnonymousUser) -> User | None:
-    """The user to record as author, None for an anonymous actor (scripts, demo data)."""
-    return user if isinstance(user, User) else None

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
-
+from planner.lib.actors import Actor, actor_user
 from planner.models import AuditEvent, BudgetRequest, Scenario
-from planner.services.access import actor_user
-
-Actor = User | AnonymousUser
 
 
 def audit_record(

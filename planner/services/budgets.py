@@ -11,7 +11,8 @@ Every transition locks the request's row (``SELECT ... FOR UPDATE``), checks the
 finds there, saves the new one and appends an :class:`~planner.models.AuditEvent`; two
 approvers acting at once therefore produce exactly one transition, and the second is told
 what happened. Nobody approves, rejects or asks for changes on a request they created or
-edited.
+edited: that rule, and which submission is being decided, live in
+:mod:`planner.services.budget_rules`.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from collections.abc import Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
 from planner import notifications
 from planner.errors import PlannerError, SeparationOfDuties, TransitionRefused
+from planner.lib.actors import Actor, actor_user
+from planner.lib.updates import Change, audit_diff, model_update
 from planner.models import (
     TRANSITION_TOKEN,
     BudgetDecision,
@@ -35,18 +38,21 @@ from planner.models import (
     Role,
     RunStatus,
 )
-from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from planner.prices import price_get, price_record
+from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.audit import audit_record
+from planner.services.budget_rules import (
+    budget_approvals_recorded,
+    budget_has_decided,
+    budget_is_author,
+    budget_submission,
+)
 from planner.snapshot import snapshot_freeze
 from pricing.errors import PricingError
-from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 from pricing.selectors import money_convert
 
-Actor = User | AnonymousUser
 EDITABLE_STATES = (BudgetState.DRAFT, BudgetState.CHANGES_REQUESTED)
 REQUEST_FIELDS = ("title", "justification", "basis", "contingency")
-#: Audit actions that make a user an author of the request (and so not its approver).
-AUTHORING_ACTIONS = ("created", "edited", "submitted")
 SNAPSHOT_FORMAT = "trainplan-budget-snapshot"
 
 
@@ -79,23 +85,7 @@ def request_amount(
     return p50 + contingency, contingency
 
 
-# --- Audit -----------------------------------------------------------------------------------
-
-
-def _as_text(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [_as_text(item) for item in value]
-    return value
-
-
-def _diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, list[Any]]:
-    return {
-        key: [_as_text(before.get(key)), _as_text(after[key])]
-        for key in after
-        if before.get(key) != after[key]
-    }
+# --- Transitions' plumbing --------------------------------------------------------------------
 
 
 def _transition(
@@ -212,68 +202,69 @@ def budget_request_update(
     comment: str = "",
     **changes: Any,
 ) -> BudgetRequest:
-    """Edit a draft (or a request sent back for changes); the audit trail keeps the diff."""
+    """Edit a draft (or a request sent back for changes); the audit trail keeps the diff.
+
+    The amount and contingency are derived again from the basis, so they appear in the diff
+    whenever an edit moves them.
+    """
     role_assert(user, request.project.organisation, AUTHOR_ROLES, action="edit budget requests")
     current = _locked(request, EDITABLE_STATES, "edit it")
     unknown = set(changes) - set(REQUEST_FIELDS)
-    if unknown:
+    if unknown:  # before any other check: the amount, say, is never the caller's to set
         raise PlannerError("cannot be changed", field=sorted(unknown)[0])
-    before = {name: getattr(current, name) for name in (*REQUEST_FIELDS, "amount")}
-    before["alternatives"] = sorted(current.alternatives.values_list("pk", flat=True))
-    for name in ("title", "justification"):
-        if name in changes:
-            changes[name] = _text_check(name, changes[name])
-    basis = changes.get("basis", current.basis)
-    keep_contingency = "contingency" in changes or basis == current.basis
-    wanted = changes.get("contingency", current.contingency if keep_contingency else None)
-    changes["amount"], changes["contingency"] = request_amount(current.run, basis, wanted)
-    for name, value in changes.items():
-        setattr(current, name, value)
-    current.save()
-    after = {name: getattr(current, name) for name in (*REQUEST_FIELDS, "amount")}
+    changed = model_update(current, _request_values(current, changes),
+                           allowed=(*REQUEST_FIELDS, "amount"), refuse=PlannerError)  # fmt: skip
     if alternatives is not None:
-        current.alternatives.set(_alternatives_check(current.run, alternatives))
-    after["alternatives"] = sorted(current.alternatives.values_list("pk", flat=True))
-    diff = _diff(before, after)
-    if diff:
+        moved = _alternatives_set(current, alternatives)
+        if moved is not None:
+            changed["alternatives"] = moved
+    if changed:
         audit_record(request=current, project_id=current.project_id, actor=user,
-                     action="edited", changes=diff, comment=comment)  # fmt: skip
+                     action="edited", changes=audit_diff(changed), comment=comment)  # fmt: skip
     return current
+
+
+def _request_values(current: BudgetRequest, changes: dict[str, Any]) -> dict[str, Any]:
+    """The checked ``changes`` with the amount and contingency they lead to."""
+    values = {name: changes[name] for name in REQUEST_FIELDS if name in changes}
+    for name in ("title", "justification"):
+        if name in values:
+            values[name] = _text_check(name, values[name])
+    basis = values.get("basis", current.basis)
+    keep_contingency = "contingency" in values or basis == current.basis
+    wanted = values.get("contingency", current.contingency if keep_contingency else None)
+    amount, values["contingency"] = request_amount(current.run, basis, wanted)
+    return values | {"amount": amount}
+
+
+def _alternatives_set(
+    current: BudgetRequest, alternatives: Iterable[EstimationRun]
+) -> Change | None:
+    """Compare the request with ``alternatives`` from now on; the change, if the list moved."""
+    before = sorted(current.alternatives.values_list("pk", flat=True))
+    current.alternatives.set(_alternatives_check(current.run, alternatives))
+    after = sorted(current.alternatives.values_list("pk", flat=True))
+    return Change(before, after) if after != before else None
 
 
 # --- The snapshot ----------------------------------------------------------------------------
 
 
+def _as_text(value: Any) -> Any:
+    # Decimals as text in the live preview too, so a draft's page shows what freezing keeps.
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return [_as_text(item) for item in value]
+    return value
+
+
 def _price_record(run: EstimationRun) -> dict[str, Any]:
     """The price object the run was costed with, as it stands at submission."""
-    source, pk = run.price.get("source"), run.price.get("id")
-    if source == "price_entry":
-        entry = PriceEntry.objects.select_related("book", "provider", "accelerator").get(pk=pk)
-        return {
-            "book": {"id": entry.book_id, "name": entry.book.name, "status": entry.book.status,
-                     "currency": entry.book.currency, "source": entry.book.source,
-                     "fetched_at": entry.book.fetched_at.isoformat()},
-            "provider": entry.provider.name, "region": entry.region,
-            "accelerator": entry.accelerator.catalog_id, "pricing_type": entry.pricing_type,
-            "price_per_accelerator_hour": str(entry.price_per_accelerator_hour),
-            "instance_type": entry.instance_type, "source": entry.source,
-        }  # fmt: skip
-    if source == "vendor_quote":
-        quote = VendorQuote.objects.select_related("accelerator").get(pk=pk)
-        return {
-            "vendor": quote.vendor, "reference": quote.reference,
-            "accelerator": quote.accelerator.catalog_id, "count": quote.accelerator_count,
-            "price_per_accelerator_hour": str(quote.price_per_accelerator_hour),
-            "total_price": str(quote.total_price) if quote.total_price is not None else None,
-            "term_months": quote.term_months, "currency": quote.currency,
-            "valid_from": quote.valid_from.isoformat(),
-            "valid_until": quote.valid_until.isoformat(), "terms": quote.terms,
-        }  # fmt: skip
-    profile = OnPremProfile.objects.get(pk=pk)
-    fields = [f.name for f in OnPremProfile._meta.concrete_fields if f.name not in ("id",)]
-    return {name: _as_text(getattr(profile, name)) for name in fields if "_at" not in name} | {
-        "accelerator": profile.accelerator.catalog_id if profile.accelerator else None
-    }
+    price = price_get(run.price.get("source"), run.price.get("id"))
+    if price is None:
+        raise PlannerError(f"the price of run {run.pk} no longer exists", field="run")
+    return price_record(price)
 
 
 def _run_summary(run: EstimationRun) -> dict[str, Any]:
@@ -339,7 +330,10 @@ def snapshot_document(request: BudgetRequest, *, submission: int) -> dict[str, A
         "montecarlo": {"seed": run.seed, "samples": run.samples},
         "results": {"estimate": run.result, "montecarlo": run.montecarlo, "budget": run.budget},
         "chosen": _run_summary(run),
-        "alternatives": [_run_summary(alt) for alt in request.alternatives.order_by("pk")],
+        "alternatives": [
+            _run_summary(alt)
+            for alt in request.alternatives.select_related("scenario").order_by("pk")
+        ],
     }
 
 
@@ -384,38 +378,24 @@ def budget_request_submit(
     return current
 
 
-def _authors(request: BudgetRequest) -> set[int]:
-    ids = set(
-        request.audit_events.filter(action__in=AUTHORING_ACTIONS).values_list("actor", flat=True)
-    )
-    return {i for i in ids if i is not None} | {request.created_by_id}
-
-
-def _decider_check(user: Actor, request: BudgetRequest, doing: str) -> User:
-    role_assert(user, request.project.organisation, (Role.APPROVER,), action=doing)
-    approver = actor_user(user)
-    assert approver is not None
-    if approver.pk in _authors(request):
-        raise SeparationOfDuties(
-            f"You created or edited this request, so you may not {doing}: another approver "
-            "must decide."
-        )
-    return approver
-
-
 def _decide(
     user: Actor, request: BudgetRequest, decision: str, comment: str, doing: str
 ) -> tuple[BudgetRequest, User]:
     # The role first, so that a non-approver hears "not allowed" whatever the state.
     role_assert(user, request.project.organisation, (Role.APPROVER,), action=doing)
     current = _locked(request, (BudgetState.SUBMITTED,), doing)
-    approver = _decider_check(user, current, doing)
-    submission = int((current.snapshot or {}).get("submission", 1))
-    if current.decisions.filter(submission=submission, approver=approver).exists():
+    approver = actor_user(user)
+    assert approver is not None  # role_assert refused anonymous users
+    if budget_is_author(approver, current):
+        raise SeparationOfDuties(
+            f"You created or edited this request, so you may not {doing}: another approver "
+            "must decide."
+        )
+    if budget_has_decided(approver, current):
         raise TransitionRefused("You have already decided on this submission.")
     BudgetDecision.objects.create(
-        request=current, submission=submission, approver=approver, decision=decision,
-        comment=comment,
+        request=current, submission=budget_submission(current), approver=approver,
+        decision=decision, comment=comment,
     )  # fmt: skip
     return current, approver
 
@@ -430,8 +410,7 @@ def budget_request_approve(
 ) -> BudgetRequest:
     """Record an approval; the request is approved once it has all the approvals it needs."""
     current, approver = _decide(user, request, "approve", comment, "approve it")
-    submission = int((current.snapshot or {}).get("submission", 1))
-    approvals = current.decisions.filter(submission=submission, decision="approve").count()
+    approvals = budget_approvals_recorded(current)
     if approvals < current.approvals_required:
         audit_record(request=current, project_id=current.project_id, actor=user,
                      action="approval_recorded", comment=comment,

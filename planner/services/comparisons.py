@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 
 from planner.errors import PlannerError
+from planner.lib.actors import Actor, actor_user
 from planner.models import Comparison, Project, Role, Scenario
-from planner.services.access import actor_user, role_assert
+from planner.services.access import role_assert
 
-Actor = User | AnonymousUser
 #: Anyone who reads a project may save a comparison of it.
 COMPARE_ROLES = (Role.REQUESTER, Role.APPROVER, Role.VIEWER, Role.PRICING_ADMIN)
 

@@ -6,17 +6,18 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from planner.errors import PlannerError
+from planner.lib.actors import Actor, actor_user
+from planner.lib.updates import model_update
 from planner.models import Membership, Organisation, Project, Role
-from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from planner.services.access import AUTHOR_ROLES, role_assert
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
 
-Actor = User | AnonymousUser
 PROJECT_FIELDS = ("name", "goal", "deadline", "budget_ceiling", "currency")
 
 
@@ -107,9 +108,7 @@ def project_update(*, user: Actor, project: Project, **changes: Any) -> Project:
     _project_values_check(changes)
     if "name" in changes and _name_taken(project.organisation, changes["name"], project.pk):
         raise PlannerError(f"a project named {changes['name']!r} exists", field="name")
-    for name, value in changes.items():
-        setattr(project, name, value)
-    project.save(update_fields=[*changes, "updated_at"])
+    model_update(project, changes, allowed=PROJECT_FIELDS, refuse=PlannerError)
     return project
 
 

@@ -13,23 +13,22 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate
 from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
-from planner.budget import budget_figures
+from planner.budget_figures import budget_figures
 from planner.errors import PlannerError, RunNotRetryable
+from planner.lib.actors import Actor, actor_user
 from planner.models import EstimationRun, RunStatus, Scenario
-from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.scenarios import price_snapshot
 from pricing.errors import PricingError
 from pricing.models import Accelerator
 from pricing.selectors import money_convert
 
 logger = logging.getLogger(__name__)
-Actor = User | AnonymousUser
 DEFAULT_SAMPLES = 4000
 
 

@@ -6,28 +6,22 @@ import json
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
 from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ScenarioError, validate_scenario
 from planner.errors import PlannerError
+from planner.lib.actors import Actor, actor_user
+from planner.lib.updates import audit_diff, model_update
 from planner.models import PriceSource, Project, Scenario
-from planner.services.access import AUTHOR_ROLES, actor_user, role_assert
+from planner.prices import PRICE_MODELS, PriceObject, price_describe, price_get
+from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.audit import audit_record
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
-from pricing.selectors import onprem_profile_cost
 from pricing.services.quotes import HOURS_PER_MONTH
 
-Actor = User | AnonymousUser
 EXPORT_FORMAT = "trainplan-scenario"
 EXPORT_VERSION = 1
-SOURCE_FIELDS = {
-    PriceSource.PRICE_ENTRY: "price_entry",
-    PriceSource.VENDOR_QUOTE: "vendor_quote",
-    PriceSource.ONPREM_PROFILE: "onprem_profile",
-}
-PriceObject = PriceEntry | VendorQuote | OnPremProfile
 
 
 def scenario_spec_check(spec: Any) -> dict[str, Any]:
@@ -94,11 +88,10 @@ def _onprem_check(spec: dict[str, Any], profile: OnPremProfile) -> None:
 
 def price_source_check(spec: dict[str, Any], source: str, price: PriceObject | None) -> None:
     """The price must exist, be usable today and price the scenario's accelerator."""
-    if source not in SOURCE_FIELDS:
+    if source not in PRICE_MODELS:
         raise PlannerError(f"must be one of {', '.join(PriceSource.values)}", field="price_source")
-    field = SOURCE_FIELDS[PriceSource(source)]
-    if price is None:
-        raise PlannerError(f"is required when the price source is {source}", field=field)
+    if price is None:  # the source names the scenario field that holds its record
+        raise PlannerError(f"is required when the price source is {source}", field=source)
     if isinstance(price, PriceEntry):
         _entry_check(spec, price)
     elif isinstance(price, VendorQuote):
@@ -122,55 +115,58 @@ def _commitment(
 
 def price_snapshot(scenario: Scenario) -> dict[str, Any]:
     """The price a run of ``scenario`` uses, copied with where it came from."""
-    if scenario.price_entry is not None:
-        entry = scenario.price_entry
-        return {
-            "source": PriceSource.PRICE_ENTRY.value,
-            "id": entry.pk,
-            "label": f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}",
-            "pricing_type": entry.pricing_type,
-            "price_per_gpu_hour": str(entry.price_per_accelerator_hour),
-            "currency": entry.book.currency,
-            "reference": (
-                f"price book '{entry.book.name}' (fetched {entry.book.fetched_at:%Y-%m-%d})"
-            ),
-            "book_id": entry.book_id,
-            "details": entry.source,
-            **_commitment(
-                entry.price_per_accelerator_hour,
-                scenario.num_gpus,
-                entry.minimum_term_months,
-                f"{entry.get_pricing_type_display()}: {scenario.num_gpus} accelerators",
-            ),
-        }
-    if scenario.vendor_quote is not None:
-        quote = scenario.vendor_quote
-        return {
-            "source": PriceSource.VENDOR_QUOTE.value,
-            "id": quote.pk,
-            "label": f"{quote.vendor} quote {quote.reference}".strip(),
-            "price_per_gpu_hour": str(quote.price_per_accelerator_hour),
-            "currency": quote.currency,
-            "reference": f"valid {quote.valid_from} to {quote.valid_until}",
-            "details": quote.terms,
-            **_commitment(
-                quote.price_per_accelerator_hour,
-                quote.accelerator_count,
-                quote.term_months,
-                f"the quote's {quote.accelerator_count} accelerators",
-            ),
-        }
-    profile = scenario.onprem_profile
-    assert profile is not None  # the model's check constraint guarantees one source
-    cost = onprem_profile_cost(profile=profile)
+    price = scenario.price
+    assert price is not None  # the model's check constraint guarantees one source
+    described = price_describe(price)
+    pricing_type = {"pricing_type": price.pricing_type} if isinstance(price, PriceEntry) else {}
     return {
-        "source": PriceSource.ONPREM_PROFILE.value,
-        "id": profile.pk,
-        "label": f"on-prem profile '{profile.name}'",
-        "price_per_gpu_hour": str(cost.price_per_gpu_hour.quantize(Decimal("0.0001"))),
-        "currency": profile.currency,
+        "source": described.source,
+        "id": price.pk,
+        "label": described.label,
+        **pricing_type,
+        "price_per_gpu_hour": str(described.price_per_gpu_hour),
+        "currency": described.currency,
+        **_snapshot_origin(price),
+        **_snapshot_commitment(price, scenario.num_gpus),
+    }
+
+
+def _snapshot_commitment(price: PriceObject, num_gpus: int) -> dict[str, Any]:
+    """The least a committed price costs; nothing for an on-prem profile."""
+    if isinstance(price, PriceEntry):
+        return _commitment(
+            price.price_per_accelerator_hour,
+            num_gpus,
+            price.minimum_term_months,
+            f"{price.get_pricing_type_display()}: {num_gpus} accelerators",
+        )
+    if isinstance(price, VendorQuote):
+        return _commitment(
+            price.price_per_accelerator_hour,
+            price.accelerator_count,
+            price.term_months,
+            f"the quote's {price.accelerator_count} accelerators",
+        )
+    return {}
+
+
+def _snapshot_origin(price: PriceObject) -> dict[str, Any]:
+    """Where the figure was read: the book, the quote's validity, the cost model."""
+    if isinstance(price, PriceEntry):
+        book = price.book
+        return {
+            "reference": f"price book '{book.name}' (fetched {book.fetched_at:%Y-%m-%d})",
+            "book_id": price.book_id,
+            "details": price.source,
+        }
+    if isinstance(price, VendorQuote):
+        return {
+            "reference": f"valid {price.valid_from} to {price.valid_until}",
+            "details": price.terms,
+        }
+    return {
         "reference": "cost of ownership (capital, power, colocation, operations)",
-        "details": profile.source,
+        "details": price.source,
     }
 
 
@@ -187,9 +183,10 @@ def _pue_check(pue: Decimal) -> None:
 
 
 def _price_fields(source: str, price: PriceObject | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {"price_entry": None, "vendor_quote": None, "onprem_profile": None}
-    if source in SOURCE_FIELDS:
-        fields[SOURCE_FIELDS[PriceSource(source)]] = price
+    """The scenario's three price fields: ``price`` in the one named by its source."""
+    fields: dict[str, Any] = dict.fromkeys(PRICE_MODELS)
+    if source in PRICE_MODELS:
+        fields[source] = price
     return fields
 
 
@@ -242,6 +239,8 @@ SCENARIO_FIELDS = (
     "utilisation_low",
     "utilisation_high",
 )
+#: What an update saves: the fields above, and the price source with its three fields.
+UPDATABLE_FIELDS = (*SCENARIO_FIELDS, "price_source", *PRICE_MODELS)
 
 
 @transaction.atomic
@@ -255,6 +254,7 @@ def scenario_update(
 ) -> Scenario:
     """Change a scenario; runs already made keep the copy of the inputs they used."""
     role_assert(user, scenario.project.organisation, AUTHOR_ROLES, action="edit scenarios")
+    # Before anything is read: a price field changes only with its source (price_source=).
     unknown = set(changes) - set(SCENARIO_FIELDS)
     if unknown:
         raise PlannerError("cannot be changed", field=sorted(unknown)[0])
@@ -271,41 +271,22 @@ def scenario_update(
         price_source_check(spec, price_source, price)
         changes.update(price_source=price_source, **_price_fields(price_source, price))
     else:
-        price_source_check(spec, current.price_source, _current_price(current))
+        price_source_check(spec, current.price_source, current.price)
     _pue_check(Decimal(changes.get("pue", current.pue)))
     _utilisation_check(
         Decimal(changes.get("utilisation_low", current.utilisation_low)),
         Decimal(changes.get("utilisation_high", current.utilisation_high)),
     )
-    before = {field: getattr(current, field) for field in changes}
-    for field, value in changes.items():
-        setattr(current, field, value)
-    current.save()
+    changed = model_update(current, changes, allowed=UPDATABLE_FIELDS, refuse=PlannerError)
     audit_record(
         request=None,
         project_id=current.project_id,
         scenario=current,
         actor=user,
         action="scenario_edited",
-        changes={
-            field: [_audit_value(before[field]), _audit_value(value)]
-            for field, value in changes.items()
-            if before[field] != value
-        },
+        changes=audit_diff(changed),
     )
     return current
-
-
-def _audit_value(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, PriceEntry | VendorQuote | OnPremProfile):
-        return f"{type(value).__name__} {value.pk}"
-    return value
-
-
-def _current_price(scenario: Scenario) -> PriceObject | None:
-    return scenario.price_entry or scenario.vendor_quote or scenario.onprem_profile
 
 
 @transaction.atomic
@@ -316,7 +297,7 @@ def scenario_delete(*, user: Actor, scenario: Scenario) -> None:
 
 def scenario_export(scenario: Scenario) -> dict[str, Any]:
     """The scenario as a portable JSON document (``scenario_import`` reads it back)."""
-    price = _current_price(scenario)
+    price = scenario.price
     return {
         "format": EXPORT_FORMAT,
         "version": EXPORT_VERSION,
@@ -331,21 +312,16 @@ def scenario_export(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def _document_price(document: dict[str, Any]) -> tuple[str, PriceObject | None]:
+def _document_price(document: dict[str, Any]) -> tuple[str, PriceObject]:
     source = document.get("price_source")
-    models: dict[str, type[PriceObject]] = {
-        "price_entry": PriceEntry,
-        "vendor_quote": VendorQuote,
-        "onprem_profile": OnPremProfile,
-    }
-    if source not in models:
-        raise PlannerError(f"must be one of {', '.join(models)}", field="price_source")
+    if source not in PRICE_MODELS:
+        raise PlannerError(f"must be one of {', '.join(PRICE_MODELS)}", field="price_source")
     price_id = document.get("price_id")
     if not isinstance(price_id, int):
         raise PlannerError(f"must be an integer id, got {price_id!r}", field="price_id")
-    price = models[source]._default_manager.filter(pk=price_id).first()
+    price = price_get(source, price_id)
     if price is None:
-        raise PlannerError(f"no {source} with id {document.get('price_id')!r}", field="price_id")
+        raise PlannerError(f"no {source} with id {price_id!r}", field="price_id")
     return source, price
 
 

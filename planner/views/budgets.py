@@ -13,8 +13,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AnonymousUser, User
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
@@ -22,54 +21,37 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from planner import selectors, services, signoff
 from planner.errors import NotAllowed, PlannerError
-from planner.forms import planner_error_add
-from planner.forms_budgets import BudgetActionForm, BudgetRequestForm, initial_from
-from planner.models import (
-    BudgetDecision,
-    BudgetRequest,
-    BudgetState,
-    EstimationRun,
-    Role,
-    RunStatus,
-)
-from planner.services.budgets import AUTHORING_ACTIONS, EDITABLE_STATES, request_amount
+from planner.forms import BudgetActionForm, BudgetRequestForm, initial_from, planner_error_add
+from planner.lib.actors import Actor
+from planner.models import BudgetRequest, BudgetState, EstimationRun, Role, RunStatus, Scenario
+from planner.services.budget_rules import budget_approvals_recorded, budget_decision_standing
+from planner.services.budgets import EDITABLE_STATES, request_amount
 from planner.snapshot import canonical_json, snapshot_verify
 from planner.views.common import can_author, forbidden
 
-Viewer = User | AnonymousUser
 TABS = (("mine", "My requests"), ("queue", "Awaiting my approval"), ("all", "All requests"))
 
 
 # --- Reads -------------------------------------------------------------------------------------
 
 
-def requests_for(user: Viewer) -> QuerySet[BudgetRequest]:
+def requests_for(user: Actor) -> QuerySet[BudgetRequest]:
     """The budget requests of the projects ``user`` can see, with what the pages show."""
     return selectors.budget_requests_for(user).select_related(
         "project__organisation", "created_by", "run__scenario"
     )
 
 
-def _pk(user: Viewer) -> int:
+def _pk(user: Actor) -> int:
     """The user's id; 0 (nobody) for an anonymous visitor."""
     return int(user.pk or 0)
 
 
-def is_approver_somewhere(user: Viewer) -> bool:
+def is_approver_somewhere(user: Actor) -> bool:
     return any(
         Role.APPROVER in services.user_roles(user, organisation)
         for organisation in selectors.organisations_for(user)
     )
-
-
-def authors(budget: BudgetRequest) -> set[int]:
-    """Who created, edited or submitted the request: none of them may decide on it."""
-    events = budget.audit_events.filter(action__in=AUTHORING_ACTIONS, actor__isnull=False)
-    return set(events.values_list("actor", flat=True)) | {budget.created_by_id}
-
-
-def current_submission(budget: BudgetRequest) -> int:
-    return int((budget.snapshot or {}).get("submission", 1))
 
 
 @dataclass(frozen=True)
@@ -85,33 +67,29 @@ class Allowed:
     has_decided: bool
 
 
-def allowed_actions(user: Viewer, budget: BudgetRequest) -> Allowed:
+def allowed_actions(user: Actor, budget: BudgetRequest) -> Allowed:
     roles = services.user_roles(user, budget.project.organisation)
-    requester, approver = Role.REQUESTER in roles, Role.APPROVER in roles
+    requester = Role.REQUESTER in roles
+    standing = budget_decision_standing(user, budget, roles=roles)
     editable = budget.state in EDITABLE_STATES
-    is_author = user.pk in authors(budget)
-    decided = budget.decisions.filter(
-        submission=current_submission(budget), approver__pk=_pk(user)
-    ).exists()
-    submitted = budget.state == BudgetState.SUBMITTED
     return Allowed(
         edit=requester and editable,
         submit=requester and editable,
-        decide=approver and submitted and not is_author and not decided,
-        close=(requester or approver) and budget.state == BudgetState.APPROVED,
-        is_approver=approver,
-        is_author=is_author,
-        has_decided=decided,
+        decide=standing.may_decide,
+        close=(requester or standing.is_approver) and budget.state == BudgetState.APPROVED,
+        is_approver=standing.is_approver,
+        is_author=standing.is_author,
+        has_decided=standing.has_decided,
     )
 
 
 def alternative_runs(run: EstimationRun, keep: Iterable[int] = ()) -> QuerySet[EstimationRun]:
-    """The latest successful run of each other scenario of the run's project (and ``keep``)."""
-    others = run.scenario.project.scenarios.exclude(pk=run.scenario_id)
-    latest = [selectors.latest_successful_run(scenario) for scenario in others]
-    ids = {other.pk for other in latest if other is not None} | set(keep)
+    """The latest successful run of each other scenario of the run's project (and ``keep``):
+    one query, however many scenarios the project has."""
+    others = Scenario.objects.filter(project_id=run.scenario.project_id).exclude(pk=run.scenario_id)
+    latest = selectors.latest_successful_runs(others).values("pk")
     return (
-        EstimationRun.objects.filter(pk__in=ids)
+        EstimationRun.objects.filter(Q(pk__in=latest) | Q(pk__in=list(keep)))
         .select_related("scenario")
         .order_by("scenario__name", "-pk")
     )
@@ -242,14 +220,13 @@ def budget_edit(request: HttpRequest, pk: int) -> HttpResponse:
 # --- The request page and its actions ----------------------------------------------------------
 
 
-def _detail_context(user: Viewer, budget: BudgetRequest) -> dict[str, Any]:
+def _detail_context(user: Actor, budget: BudgetRequest) -> dict[str, Any]:
     context = signoff.signoff_context(budget)
-    decisions = budget.decisions.filter(submission=current_submission(budget))
     transitions = [event for event in context["timeline"] if event.to_state]
     context.update(
         can=allowed_actions(user, budget),
         action_form=BudgetActionForm(),
-        approvals_recorded=decisions.filter(decision=BudgetDecision.Decision.APPROVE).count(),
+        approvals_recorded=budget_approvals_recorded(budget),
         latest_transition=transitions[-1] if transitions else None,
         snapshot_verified=(
             snapshot_verify(budget.snapshot, budget.snapshot_sha256) if budget.snapshot else None

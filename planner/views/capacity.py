@@ -11,6 +11,7 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from estimator.core.capacity import meets_limits
 from planner import selectors
 from planner.capacity import (
     MAX_OPTIONS,
@@ -18,6 +19,7 @@ from planner.capacity import (
     capacity_options,
     capacity_plan,
     capacity_scenario,
+    deadline_days,
 )
 from planner.forms import CapacityForm
 from planner.views.figures import layout_text
@@ -44,14 +46,12 @@ def _initial(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-def _display(point: dict[str, Any], deadline_days: int, budget: float | None) -> dict[str, Any]:
-    late = point["training_days"] > deadline_days
-    dear = budget is not None and point["cost"] > budget
+def _display(point: dict[str, Any], days: int, budget: float | None) -> dict[str, Any]:
     return {
         **point,
         "layout": layout_text(point["parallelism"]),
-        "late": late,
-        "meets": not (late or dear),
+        "late": not meets_limits(point, deadline_days=days, budget=None),
+        "meets": meets_limits(point, deadline_days=days, budget=budget),
     }
 
 
@@ -74,30 +74,27 @@ def _plan(form: CapacityForm) -> dict[str, Any]:
         on=today,
     )
     budget = data.get("budget")
-    plan = capacity_plan(
-        scenario,
-        built.options,
-        deadline_days=(data["deadline"] - today).days,
-        budget=float(budget) if budget is not None else None,
-        skipped=built.skipped,
-    )
-    days = (data["deadline"] - today).days
+    days = deadline_days(data["deadline"], today=today)
     limit = float(budget) if budget is not None else None
+    plan = capacity_plan(
+        scenario, built.options, deadline_days=days, budget=limit, skipped=built.skipped
+    )
     return {
         "plan": plan,
         "feasible_rows": [_display(p, days, limit) for p in plan.feasible[:FEASIBLE_SHOWN]],
         "frontier_rows": [_display(p, days, limit) for p in plan.frontier],
         "tokens_label": tokens_text(float(scenario["training"]["tokens"])),
         "scenario_used": scenario,
-        "deadline_days": (data["deadline"] - today).days,
+        "deadline_days": days,
         "budget": budget,
+        "budget_limit": limit,
         "currency": data["currency"],
     }
 
 
 def _chart_data(result: dict[str, Any]) -> dict[str, Any]:
     plan = result["plan"]
-    days, budget = result["deadline_days"], result["budget"]
+    days, limit = result["deadline_days"], result["budget_limit"]
 
     def point(p: dict[str, Any]) -> dict[str, Any]:
         option = p["option"]
@@ -107,13 +104,13 @@ def _chart_data(result: dict[str, Any]) -> dict[str, Any]:
             "gpus": p["num_gpus"],
             "accelerator": option.accelerator,
             "option": f"{option.source}: {option.label}",
-            "meets": p["training_days"] <= days and (budget is None or p["cost"] <= budget),
+            "meets": meets_limits(p, deadline_days=days, budget=limit),
         }
 
     return {
         "currency": result["currency"],
         "deadline_days": days,
-        "budget": float(budget) if budget is not None else None,
+        "budget": limit,
         "frontier": [point(p) for p in plan.frontier if p["training_days"] <= CHART_DAYS * days],
         "points": [point(p) for p in plan.points if p["training_days"] <= CHART_DAYS * days],
     }

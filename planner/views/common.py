@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AnonymousUser, User
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from planner.errors import PlannerError
+from planner.lib.actors import Actor
 from planner.models import Organisation, Role
 from planner.services import user_roles
-
-Actor = User | AnonymousUser
 
 
 def forbidden(request: HttpRequest, error: PlannerError) -> HttpResponse:

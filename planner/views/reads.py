@@ -13,13 +13,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import AnonymousUser, User
-
 from planner import selectors
+from planner.lib.actors import Actor
 from planner.models import EstimationRun, Organisation, Project, Role, RunStatus, Scenario
 from planner.services import user_roles
 
-Viewer = User | AnonymousUser
 CENT = Decimal("0.01")
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
@@ -136,7 +134,7 @@ class ProjectSummary:
         return sum(bool(row.latest and row.latest.status == RunStatus.FAILED) for row in self.rows)
 
 
-def project_summaries(user: Viewer) -> list[ProjectSummary]:
+def project_summaries(user: Actor) -> list[ProjectSummary]:
     """Every project the user can see, newest first, with its scenarios' latest figures."""
     projects = list(selectors.projects_for(user))
     summaries = {project.pk: ProjectSummary(project) for project in projects}
@@ -150,7 +148,7 @@ def project_summaries(user: Viewer) -> list[ProjectSummary]:
     return list(summaries.values())
 
 
-def author_organisations(user: Viewer) -> list[Organisation]:
+def author_organisations(user: Actor) -> list[Organisation]:
     """Organisations where ``user`` may create projects (requesters)."""
     return [
         organisation
@@ -159,7 +157,7 @@ def author_organisations(user: Viewer) -> list[Organisation]:
     ]
 
 
-def roles_by_organisation(user: Viewer) -> list[tuple[Organisation, list[str]]]:
+def roles_by_organisation(user: Actor) -> list[tuple[Organisation, list[str]]]:
     labels = dict(Role.choices)
     return [
         (organisation, sorted(labels[role] for role in user_roles(user, organisation)))
@@ -167,7 +165,7 @@ def roles_by_organisation(user: Viewer) -> list[tuple[Organisation, list[str]]]:
     ]
 
 
-def dashboard_context(user: Viewer) -> dict[str, Any]:
+def dashboard_context(user: Actor) -> dict[str, Any]:
     summaries = project_summaries(user)
     by_organisation: dict[str, list[ProjectSummary]] = defaultdict(list)
     for summary in summaries:

@@ -92,7 +92,7 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
         request.POST or None,
         initial=ScenarioForm.initial_from(scenario),
         base_spec=scenario.spec,
-        current_price=scenario.price_entry or scenario.vendor_quote or scenario.onprem_profile,
+        current_price=scenario.price,
     )
     if request.method == "POST" and form.is_valid():
         try:

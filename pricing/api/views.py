@@ -17,7 +17,7 @@ from rest_framework.response import Response
 from pricing import selectors, services
 from pricing.api import filters
 from pricing.api import serializers as io
-from pricing.api.base import ServiceModelViewSet
+from pricing.api.base import PricingModelViewSet
 from pricing.models import (
     Accelerator,
     ExchangeRate,
@@ -33,7 +33,7 @@ READ_AND_CREATE = ["get", "post", "head", "options"]
 NO_DELETE = ["get", "post", "put", "patch", "head", "options"]
 
 
-class AcceleratorViewSet(ServiceModelViewSet):
+class AcceleratorViewSet(PricingModelViewSet):
     """Accelerator SKUs: the estimator's catalog plus custom SKUs added by pricing admins."""
 
     queryset = Accelerator.objects.all()
@@ -55,7 +55,7 @@ class AcceleratorViewSet(ServiceModelViewSet):
         return services.accelerator_custom_update(accelerator=instance, **data)
 
 
-class ProviderViewSet(ServiceModelViewSet):
+class ProviderViewSet(PricingModelViewSet):
     """Cloud, GPU-cloud and on-prem providers."""
 
     queryset = Provider.objects.all()
@@ -75,7 +75,7 @@ class ProviderViewSet(ServiceModelViewSet):
         return services.provider_update(provider=instance, **data)
 
 
-class PriceBookViewSet(ServiceModelViewSet):
+class PriceBookViewSet(PricingModelViewSet):
     """Named, dated sets of prices. A published book cannot change: copy it to a new draft."""
 
     queryset = PriceBook.objects.all()
@@ -113,7 +113,7 @@ class PriceBookViewSet(ServiceModelViewSet):
         return self.output(copy, status.HTTP_201_CREATED)
 
 
-class PriceEntryViewSet(ServiceModelViewSet):
+class PriceEntryViewSet(PricingModelViewSet):
     """Prices per accelerator-hour, in the currency of their book."""
 
     queryset = PriceEntry.objects.all()
@@ -135,7 +135,7 @@ class PriceEntryViewSet(ServiceModelViewSet):
         services.price_entry_delete(entry=instance)
 
 
-class QuoteViewSet(ServiceModelViewSet):
+class QuoteViewSet(PricingModelViewSet):
     """Vendor quotes; ``validity_today`` flags expired ones, which budgets cannot choose."""
 
     queryset = VendorQuote.objects.all()
@@ -156,7 +156,7 @@ class QuoteViewSet(ServiceModelViewSet):
         services.quote_delete(quote=instance)
 
 
-class OnPremProfileViewSet(ServiceModelViewSet):
+class OnPremProfileViewSet(PricingModelViewSet):
     """Cost profiles of clusters you own, each with its price per GPU-hour."""
 
     queryset = OnPremProfile.objects.all()
@@ -201,7 +201,7 @@ class OnPremProfileViewSet(ServiceModelViewSet):
         return Response(io.OnPremCostOutput(io.onprem_cost_data(cost, currency)).data)
 
 
-class ExchangeRateViewSet(ServiceModelViewSet):
+class ExchangeRateViewSet(PricingModelViewSet):
     """Dated exchange rates with their source; ``convert`` says which rate it used."""
 
     queryset = ExchangeRate.objects.all()

@@ -10,10 +10,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from planner.lib.actors import OptionalActor, actor_user
+from planner.lib.updates import model_update
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PricingError, PublishedBookImmutable
 from pricing.models import PriceBook, PriceEntry, PricingType
-from pricing.services._common import Actor, actor_user, model_fields_set, positive_check
+from pricing.services._common import positive_check
 
 BOOK_FIELDS = ("name", "description", "currency", "source", "fetched_at", "dates_note")
 ENTRY_FIELDS = (
@@ -70,7 +72,7 @@ def price_book_values_check(values: Mapping[str, Any]) -> None:
 
 def price_book_create(
     *,
-    user: Actor,
+    user: OptionalActor,
     name: str,
     currency: str,
     source: str,
@@ -99,7 +101,7 @@ def price_book_update(*, book: PriceBook, **changes: Any) -> PriceBook:
             "the book has entries priced in its currency; copy it or start a new book",
             field="currency",
         )
-    model_fields_set(current, changes, allowed=BOOK_FIELDS)
+    model_update(current, changes, allowed=BOOK_FIELDS, refuse=PricingError)
     return current
 
 
@@ -109,7 +111,7 @@ def price_book_delete(*, book: PriceBook) -> None:
 
 
 @transaction.atomic
-def price_book_publish(*, book: PriceBook, user: Actor) -> PriceBook:
+def price_book_publish(*, book: PriceBook, user: OptionalActor) -> PriceBook:
     """Freeze a draft: from now on no one can change it or its entries."""
     current = price_book_locked_draft(book)
     if not current.entries.exists():
@@ -122,7 +124,7 @@ def price_book_publish(*, book: PriceBook, user: Actor) -> PriceBook:
 
 
 @transaction.atomic
-def price_book_copy(*, book: PriceBook, user: Actor, name: str | None = None) -> PriceBook:
+def price_book_copy(*, book: PriceBook, user: OptionalActor, name: str | None = None) -> PriceBook:
     """Copy a book (published or not) with all its entries into a new draft."""
     copy = price_book_create(
         user=user,
@@ -255,7 +257,7 @@ def price_entry_update(*, entry: PriceEntry, **changes: Any) -> PriceEntry:
         merged["price_per_accelerator_hour"] = None  # derive it again from the new price
     values = price_entry_values_check(merged)
     _entry_duplicate_check(current, values, exclude=entry.pk)
-    model_fields_set(entry, values, allowed=ENTRY_FIELDS)
+    model_update(entry, values, allowed=ENTRY_FIELDS, refuse=PricingError)
     return entry
 
 

@@ -11,9 +11,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core.catalog import AcceleratorSpec, load_catalog
+from planner.lib.actors import OptionalActor, actor_user
+from planner.lib.updates import model_update
 from pricing.errors import DuplicateRecord, PricingError
 from pricing.models import PRECISIONS, Accelerator, Provider
-from pricing.services._common import Actor, actor_user, model_fields_set, positive_check
+from pricing.services._common import positive_check
 
 CATALOG_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 SPEC_FIELDS = (
@@ -85,7 +87,7 @@ def accelerator_catalog_sync(
             result.created.append(catalog_id)
         elif current.is_custom:
             result.skipped_custom.append(catalog_id)
-        elif model_fields_set(current, values, allowed=SPEC_FIELDS):
+        elif model_update(current, values, allowed=SPEC_FIELDS, refuse=PricingError):
             result.updated.append(catalog_id)
         else:
             result.unchanged.append(catalog_id)
@@ -115,7 +117,7 @@ def accelerator_specs_check(values: Mapping[str, Any]) -> None:
 
 
 def accelerator_custom_create(
-    *, user: Actor, catalog_id: str, name: str, vendor: str, **specs: Any
+    *, user: OptionalActor, catalog_id: str, name: str, vendor: str, **specs: Any
 ) -> Accelerator:
     """Add a SKU the estimator's catalog lacks, flagged custom so no sync overwrites it."""
     accelerator_custom_id_check(catalog_id)
@@ -155,7 +157,7 @@ def accelerator_custom_update(*, accelerator: Accelerator, **changes: Any) -> Ac
             field="catalog_id",
         )
     accelerator_specs_check(changes)
-    model_fields_set(accelerator, changes, allowed=SPEC_FIELDS)
+    model_update(accelerator, changes, allowed=SPEC_FIELDS, refuse=PricingError)
     return accelerator
 
 
@@ -179,5 +181,7 @@ def provider_update(*, provider: Provider, **changes: Any) -> Provider:
         raise DuplicateRecord(f"a provider {changes['slug']!r} exists", field="slug")
     if "name" in changes and others.filter(name__iexact=changes["name"]).exists():
         raise DuplicateRecord(f"a provider named {changes['name']!r} exists", field="name")
-    model_fields_set(provider, changes, allowed=("slug", "name", "kind", "website", "notes"))
+    model_update(
+        provider, changes, allowed=("slug", "name", "kind", "website", "notes"), refuse=PricingError
+    )
     return provider

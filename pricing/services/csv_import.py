@@ -17,10 +17,10 @@ from typing import Any
 
 from django.db import transaction
 
+from planner.lib.actors import OptionalActor, actor_user
 from pricing.currency import currency_code_check
 from pricing.errors import CsvImportError, CsvRowError, PricingError
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType, Provider, VendorQuote
-from pricing.services._common import Actor, actor_user
 from pricing.services.books import (
     price_book_create,
     price_book_locked_draft,
@@ -290,7 +290,7 @@ class PriceBookImport:
 def price_book_csv_import(
     *,
     text: str,
-    user: Actor,
+    user: OptionalActor,
     book: PriceBook | None = None,
     new_book: Mapping[str, Any] | None = None,
 ) -> PriceBookImport:
@@ -326,7 +326,7 @@ def _quote_duplicates(rows: list[ParsedRow]) -> list[CsvRowError]:
 
 
 @transaction.atomic
-def quote_csv_import(*, text: str, user: Actor) -> list[VendorQuote]:
+def quote_csv_import(*, text: str, user: OptionalActor) -> list[VendorQuote]:
     """Import vendor quotes: all rows or none."""
     rows = _rows_parse(text, QUOTE_COLUMNS, quote_values_check)
     duplicates = _quote_duplicates(rows)

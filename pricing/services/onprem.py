@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from planner.lib.actors import OptionalActor, actor_user
+from planner.lib.updates import model_update
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PricingError
 from pricing.models import OnPremProfile
-from pricing.services._common import Actor, actor_user, model_fields_set
 from pricing.tco import INPUT_FIELDS, OnPremInputs, onprem_inputs_check
 
 PROFILE_FIELDS = ("name", "accelerator", "currency", "source", *INPUT_FIELDS)
@@ -28,7 +29,7 @@ def _profile_values_check(values: Mapping[str, Any]) -> None:
     onprem_inputs_check(onprem_inputs_from(values))
 
 
-def onprem_profile_create(*, user: Actor, **values: Any) -> OnPremProfile:
+def onprem_profile_create(*, user: OptionalActor, **values: Any) -> OnPremProfile:
     values = {name: values.get(name) for name in PROFILE_FIELDS} | {
         "source": values.get("source") or "",
         "currency": values.get("currency") or "USD",
@@ -45,7 +46,7 @@ def onprem_profile_update(*, profile: OnPremProfile, **changes: Any) -> OnPremPr
     others = OnPremProfile.objects.exclude(pk=profile.pk)
     if "name" in changes and others.filter(name=changes["name"]).exists():
         raise DuplicateRecord(f"a profile named {changes['name']!r} exists", field="name")
-    model_fields_set(profile, changes, allowed=PROFILE_FIELDS)
+    model_update(profile, changes, allowed=PROFILE_FIELDS, refuse=PricingError)
     return profile
 
 

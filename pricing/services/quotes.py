@@ -8,10 +8,12 @@ from typing import Any
 
 from django.db import transaction
 
+from planner.lib.actors import OptionalActor, actor_user
+from planner.lib.updates import model_update
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError, QuoteNotSelectable
 from pricing.models import VendorQuote
-from pricing.services._common import Actor, actor_user, model_fields_set, positive_check
+from pricing.services._common import positive_check
 
 HOURS_PER_MONTH = Decimal(730)  # 8,760 hours a year / 12
 PRICE_QUANTUM = Decimal("1e-10")
@@ -98,7 +100,7 @@ def _quote_price_check(values: dict[str, Any]) -> None:
     values["price_per_accelerator_hour"] = derived
 
 
-def quote_create(*, user: Actor, **values: Any) -> VendorQuote:
+def quote_create(*, user: OptionalActor, **values: Any) -> VendorQuote:
     """Record a vendor quote priced per accelerator-hour, or as a total for a term."""
     checked = quote_values_check({name: values.get(name) for name in QUOTE_FIELDS})
     return VendorQuote.objects.create(**checked, created_by=actor_user(user))
@@ -111,7 +113,7 @@ def quote_update(*, quote: VendorQuote, **changes: Any) -> VendorQuote:
         merged["total_price"] = None  # a new hourly price replaces a total for a term
     elif merged["total_price"] is not None and "price_per_accelerator_hour" not in changes:
         merged["price_per_accelerator_hour"] = None  # derived again from the total
-    model_fields_set(quote, quote_values_check(merged), allowed=QUOTE_FIELDS)
+    model_update(quote, quote_values_check(merged), allowed=QUOTE_FIELDS, refuse=PricingError)
     return quote
 
 

@@ -108,6 +108,31 @@ def test_amount_is_p50_plus_contingency_or_p90(runs: list[EstimationRun], reques
     assert negative.value.field == "contingency"
 
 
+def test_an_edit_records_exactly_what_moved(
+    draft: BudgetRequest, requester: User, runs: list[EstimationRun]
+) -> None:
+    assert runs[0].budget is not None
+    before = BudgetRequest.objects.get(pk=draft.pk)
+    p50 = Decimal(runs[0].budget["cost"]["p50"])
+    budget_request_update(user=requester, request=draft, contingency=Decimal("100.00"),
+                          alternatives=[], comment="Trimmed.")  # fmt: skip
+    edited = draft.audit_events.get(action="edited")
+    assert (edited.comment, edited.changes) == (
+        "Trimmed.",
+        {
+            "contingency": [str(before.contingency), "100.00"],
+            "amount": [str(before.amount), str(p50 + Decimal("100.00"))],
+            "alternatives": [[runs[1].pk], []],
+        },
+    )
+    budget_request_update(user=requester, request=draft, contingency=Decimal("100.00"),
+                          alternatives=[])  # fmt: skip
+    assert draft.audit_events.filter(action="edited").count() == 1  # nothing moved: no row
+    with pytest.raises(PlannerError) as refused:
+        budget_request_update(user=requester, request=draft, amount=Decimal(1))
+    assert (refused.value.message, refused.value.field) == ("cannot be changed", "amount")
+
+
 # --- Transitions per role --------------------------------------------------------------------
 
 

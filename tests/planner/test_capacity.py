@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -13,13 +13,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from estimator.core import estimate, load_catalog, search
+from estimator.core.capacity import meets_limits
 from planner.capacity import (
     TIME_BUDGET_S,
     capacity_options,
     capacity_plan,
     capacity_scenario,
+    deadline_days,
 )
 from planner.models import Scenario
+from planner.prices import price_describe, price_get, price_key_parse
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType
 from pricing.selectors import money_convert, onprem_profile_cost
@@ -98,6 +101,27 @@ def test_an_onprem_profile_costs_its_cost_of_ownership(prices: None) -> None:
     [option] = _options(None, include_onprem=True).options
     expected = onprem_profile_cost(profile=profile).price_per_gpu_hour.quantize(Decimal("0.0001"))
     assert (option.accelerator, option.price_per_gpu_hour) == ("H100-SXM", expected)
+
+
+def test_each_option_is_named_as_its_price_record_describes_it(book: PriceBook) -> None:
+    built = _options(book, include_quotes=True, include_onprem=True)
+    kinds = {option.source for option in built.options}
+    assert kinds == {"Price book", "Vendor quote", "On-prem"}
+    for option in built.options:
+        record = price_get(*price_key_parse(option.key))
+        assert record is not None
+        described = price_describe(record)
+        assert (option.source, option.label) == (described.kind, described.name)
+        assert option.accelerator == described.accelerator
+        assert option.original_price == described.price_per_gpu_hour
+        assert option.original_currency == described.currency
+
+
+def test_deadline_days_counts_whole_days_from_today() -> None:
+    today = date(2025, 2, 1)
+    assert deadline_days(date(2025, 3, 1), today=today) == 28
+    assert deadline_days(date(2025, 2, 2), today=today) == 1
+    assert deadline_days(today, today=today) == 0
 
 
 def test_prices_in_another_currency_are_converted_with_the_rate_named(prices: None) -> None:
@@ -214,6 +238,25 @@ def test_a_budget_too_small_leaves_no_option(client_of: Client, prices: None) ->
     response = _page(client_of, budget="1000")
     assert response.context["plan"].feasible == []
     assert "and the budget (1,000 USD)" in response.content.decode()
+
+
+def test_the_page_marks_each_point_by_the_estimators_rule(client_of: Client, prices: None) -> None:
+    deadline = timezone.localdate() + timedelta(days=20)
+    response = _page(client_of, budget="2000000", deadline=deadline.isoformat())
+    days = response.context["deadline_days"]
+    assert days == deadline_days(deadline, today=timezone.localdate()) == 20
+    rows = response.context["frontier_rows"]
+    assert {row["meets"] for row in rows} == {True, False}
+    for row in rows:
+        assert row["meets"] == meets_limits(row, deadline_days=days, budget=2e6)
+        assert row["late"] == (row["training_days"] > days)
+    assert all(row["meets"] for row in response.context["feasible_rows"])
+    chart = response.context["chart_data"]
+    assert (chart["deadline_days"], chart["budget"]) == (20, 2e6)
+    for point in chart["points"]:
+        assert point["meets"] == meets_limits(
+            {"training_days": point["x"], "cost": point["y"]}, deadline_days=20, budget=2e6
+        )
 
 
 def test_the_plan_can_take_the_model_of_an_existing_scenario(

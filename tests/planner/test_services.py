@@ -13,7 +13,7 @@ from django.utils import timezone
 from estimator.core import estimate
 from estimator.core.montecarlo import Uncertainty, monte_carlo
 from planner.errors import NotAllowed, PlannerError, RunNotRetryable
-from planner.models import EstimationRun, Organisation, Project, RunStatus, Scenario
+from planner.models import AuditEvent, EstimationRun, Organisation, Project, RunStatus, Scenario
 from planner.selectors import comparison_rows, projects_for, scenarios_for
 from planner.services import (
     project_create,
@@ -193,6 +193,43 @@ def test_scenario_update_keeps_the_old_spec_when_the_new_one_is_bad(
     assert refused.value.field == "spec.training.precision"
     scenario.refresh_from_db()
     assert scenario.num_gpus == 64
+
+
+def test_scenario_update_audits_each_changed_field_before_and_after(
+    scenario: Scenario, requester: User
+) -> None:
+    entry, profile = scenario.price_entry, onprem_profile()
+    assert entry is not None
+    scenario_update(
+        user=requester,
+        scenario=scenario,
+        name="Renamed",
+        description=scenario.description,  # unchanged: not in the diff
+        pue=Decimal("1.35"),
+        price_source="onprem_profile",
+        price=profile,
+    )
+    event = AuditEvent.objects.get(scenario=scenario, action="scenario_edited")
+    assert event.actor == requester
+    assert event.changes == {
+        "name": ["H100 list price", "Renamed"],
+        "pue": ["1.20", "1.35"],
+        "price_source": ["price_entry", "onprem_profile"],
+        "price_entry": [f"PriceEntry {entry.pk}", None],
+        "onprem_profile": [None, f"OnPremProfile {profile.pk}"],
+    }
+    scenario.refresh_from_db()
+    assert (scenario.name, scenario.pue, scenario.price) == ("Renamed", Decimal("1.35"), profile)
+
+
+def test_scenario_update_refuses_a_field_it_does_not_change(
+    scenario: Scenario, requester: User
+) -> None:
+    with pytest.raises(PlannerError) as refused:
+        scenario_update(user=requester, scenario=scenario, price_entry=None, created_by=None)
+    assert refused.value.field == "created_by"
+    scenario.refresh_from_db()
+    assert scenario.price_entry is not None
 
 
 def test_scenario_export_import_round_trip(scenario: Scenario, requester: User) -> None:

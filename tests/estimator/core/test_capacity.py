@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from estimator.core.capacity import ClusterOption, cluster_sizes, pareto_frontier, plan_capacity
+from estimator.core.capacity import (
+    ClusterOption,
+    cluster_sizes,
+    meets_limits,
+    pareto_frontier,
+    plan_capacity,
+)
 
 from .scenarios import SMALL
 
@@ -31,6 +37,29 @@ def dominated(point: dict[str, Any], others: list[dict[str, Any]]) -> bool:
 def test_cluster_sizes_are_powers_of_two_and_node_multiples() -> None:
     assert cluster_sizes(100, 8) == [1, 2, 4, 8, 16, 24, 32, 48, 64, 96]
     assert cluster_sizes(96, 8)[-1] == 96
+
+
+def test_meets_limits_needs_both_and_a_point_on_a_limit_meets_it() -> None:
+    point = {"training_days": 10.0, "cost": 500.0}
+    assert meets_limits(point, deadline_days=10.0, budget=500.0)
+    assert meets_limits(point, deadline_days=None, budget=None)
+    assert not meets_limits(point, deadline_days=9.99, budget=None)
+    assert not meets_limits(point, deadline_days=None, budget=499.99)
+    assert not meets_limits(point, deadline_days=9.0, budget=1e9)
+    assert not meets_limits(point, deadline_days=1e9, budget=400.0)
+
+
+def test_plan_capacity_feasible_is_every_point_meeting_the_limits() -> None:
+    everything = plan_capacity(MODEL_AND_TRAINING, OPTIONS)["frontier"]
+    deadline = sorted(p["training_days"] for p in everything)[len(everything) // 2]
+    budget = sorted(p["cost"] for p in everything)[-2]
+    plan = plan_capacity(MODEL_AND_TRAINING, OPTIONS, deadline_days=deadline, budget=budget)
+    met = [p for p in everything if meets_limits(p, deadline_days=deadline, budget=budget)]
+    assert met
+    assert {(p["accelerator"], p["num_gpus"]) for p in met} <= {
+        (p["accelerator"], p["num_gpus"]) for p in plan["feasible"]
+    }
+    assert all(meets_limits(p, deadline_days=deadline, budget=budget) for p in plan["feasible"])
 
 
 def test_plan_capacity_frontier_is_pareto() -> None:

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from openpyxl import load_workbook
 from pypdf import PdfReader
@@ -36,6 +38,7 @@ from planner.services import (
     budget_request_approve,
     budget_request_create,
     budget_request_submit,
+    budget_request_update,
     membership_grant,
     run_execute,
     run_start,
@@ -480,6 +483,52 @@ def test_anonymous_visitors_are_sent_to_log_in(submitted: BudgetRequest) -> None
     response = Client().get(submitted.get_absolute_url())
     assert response.status_code == 302
     assert "/accounts/login/" in response["Location"]
+
+
+def _queries(client: Client, url: str) -> int:
+    """How many queries the page at ``url`` makes, once anything cached is warm."""
+    assert client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as captured:
+        client.get(url)
+    return len(captured.captured_queries)
+
+
+def test_the_budget_pages_make_as_many_queries_for_four_alternatives_as_for_one(
+    runs: list[EstimationRun],
+    requester: User,
+    approver: User,
+    django_capture_on_commit_callbacks: Capture,
+) -> None:
+    def request_with(alternatives: list[EstimationRun]) -> BudgetRequest:
+        return budget_request_create(
+            user=requester,
+            run=runs[0],
+            title="Llama 3 8B",
+            justification="Cheapest.",
+            alternatives=alternatives,
+        )
+
+    draft = request_with(runs[1:2])
+    few = budget_request_submit(user=requester, request=request_with(runs[1:2]))
+    requester_pages = [draft.get_absolute_url(), _url("budget-edit", draft),
+                       reverse("planner:budget-create", args=[runs[0].pk])]  # fmt: skip
+    requester_client, approver_client = _client(requester), _client(approver)
+    before = [_queries(requester_client, url) for url in requester_pages]
+    before.append(_queries(approver_client, few.get_absolute_url()))
+
+    project = runs[0].scenario.project
+    more = [
+        _finished_run(django_capture_on_commit_callbacks, requester,
+                      _add_scenario(requester, project, name, "H100-SXM"))
+        for name in ("H100 second plan", "H100 third plan")
+    ]  # fmt: skip
+    budget_request_update(user=requester, request=draft, alternatives=[*runs[1:], *more])
+    many = budget_request_submit(user=requester, request=request_with([*runs[1:], *more]))
+    after = [_queries(requester_client, url) for url in requester_pages]
+    after.append(_queries(approver_client, many.get_absolute_url()))
+    html = _text(requester_client.get(draft.get_absolute_url()))
+    assert len(re.findall(r'data-testid="comparison-row"', html)) == 5
+    assert after == before
 
 
 # --- The sign-off pack -----------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -10,11 +11,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from estimator.core.presets import load_presets
 from planner.models import AuditEvent, BudgetRequest, EstimationRun, Project, Scenario
-from planner.services import budget_request_create, scenario_update
-from tests.planner.conftest import list_price
+from planner.prices import price_key
+from planner.services import budget_request_create, scenario_create, scenario_update
+from pricing.models import VendorQuote
+from tests.planner.conftest import example_quote, list_price, small_spec
 from tests.planner.views.conftest import (
     Capture,
     _budget,
@@ -181,6 +185,25 @@ def test_the_edit_form_keeps_what_it_does_not_show(requester: User, scenario: Sc
     }
     assert scenario.spec["model"] == spec["model"]
     assert scenario.model_preset == "llama3-8b"
+
+
+def test_the_edit_form_keeps_the_scenarios_quote_once_it_expired(
+    requester: User, project: Project, prices: None
+) -> None:
+    quote = example_quote()
+    scenario = scenario_create(
+        user=requester, project=project, name="quoted", spec=small_spec(),
+        price_source="vendor_quote", price=quote,
+    )  # fmt: skip
+    yesterday = timezone.localdate() - timedelta(days=1)
+    VendorQuote.objects.filter(pk=quote.pk).update(
+        valid_from=yesterday - timedelta(days=30), valid_until=yesterday
+    )
+    response = _client(requester).get(reverse("planner:scenario-edit", args=[scenario.pk]))
+    form = response.context["form"]
+    assert form["price"].value() == price_key(quote) == f"vendor_quote:{quote.pk}"
+    quotes = dict(dict(form.fields["price"].choices)["Vendor quotes"])
+    assert quotes[price_key(quote)].endswith(" — not valid today")
 
 
 def test_the_json_editor_reports_the_key_at_fault_and_changes_nothing(
