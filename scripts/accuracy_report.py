@@ -7,11 +7,14 @@ CALIBRATION_DIR defaults to ``../shared/calibration`` relative to the repository
 must hold ``cases.jsonl`` and ``score.py``; the project's own cases are
 ``estimator/calibration/cases/*.jsonl``. ``--fit`` fits each family
 (``scripts/calibration_fit.py``), cross-validates by leaving one source out at a time and
-writes both to ``estimator/data/calibration.json``; the report then runs in a fresh process
-so that the estimator loads the new fit. In-sample figures run score.py exactly as CI
-would, through the command line (``<this python> -m estimator estimate``), on every case
-file, stated layouts and ``"auto"`` apart; out-of-sample figures are the
-leave-one-source-out predictions stored with the fit.
+writes both to ``estimator/data/calibration.json``, with the spread of the predictions made
+from priors alone (``unmeasured``: the Monte Carlo's efficiency spread for a family without
+measurements); the report then runs in a fresh process so that the estimator loads the new
+fit, and fails when ``calibration.UNMEASURED_SIGMA`` differs from that measured spread.
+In-sample figures run score.py exactly as CI would, through the command line
+(``<this python> -m estimator estimate``), on every case file, stated layouts and
+``"auto"`` apart; out-of-sample figures are the leave-one-source-out predictions stored
+with the fit.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import math
 import statistics
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +66,26 @@ class CaseResult:
 def run_score(
     calibration_dir: Path, jobs: int, layout: str, cases_file: Path | None = None
 ) -> tuple[dict[str, float], dict]:
-    """Run score.py through the CLI; return ({id: predicted}, summary JSON)."""
+    """Run score.py through the CLI on one case file.
+
+    Parameters
+    ----------
+    calibration_dir : Path
+        Directory holding ``score.py`` (and, by default, ``cases.jsonl``).
+    jobs : int
+        Parallel estimator processes score.py runs.
+    layout : {"explicit", "auto"}
+        Which cases score.py runs: stated layouts or ``"auto"`` ones.
+    cases_file : Path, optional
+        The JSON Lines file to score; ``calibration_dir / "cases.jsonl"`` by default.
+
+    Returns
+    -------
+    predicted : dict of str to float
+        Predicted tokens/s/GPU by case id. [tokens/s]
+    summary : dict
+        score.py's summary JSON.
+    """
     cases_file = cases_file or calibration_dir / "cases.jsonl"
     command = [
         sys.executable, str(calibration_dir / "score.py"), str(cases_file),
@@ -80,9 +102,21 @@ def run_score(
     return predicted, json.loads(lines[-1])
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear interpolation between closest ranks, as score.py."""
-    return float(np.percentile(np.asarray(values), q * 100)) if values else math.nan
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """Linear interpolation between closest ranks, as score.py (NaN without values).
+
+    Parameters
+    ----------
+    values : sequence of float
+        The sample.
+    fraction : float
+        The quantile, 0 to 1. [1]
+
+    Returns
+    -------
+    float
+    """
+    return float(np.percentile(np.asarray(values), fraction * 100)) if values else math.nan
 
 
 def _errors(results: list[CaseResult]) -> list[float]:
@@ -90,7 +124,18 @@ def _errors(results: list[CaseResult]) -> list[float]:
 
 
 def stats(results: list[CaseResult]) -> str:
-    """'median abs | P90 abs | mean signed' cells of a group of cases (or dashes)."""
+    """'median abs | P90 abs | mean signed' cells of a group of cases (or dashes).
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        The group.
+
+    Returns
+    -------
+    str
+        Three Markdown table cells of relative errors, in per cent.
+    """
     errors = _errors(results)
     if not errors:
         return "- | - | -"
@@ -101,11 +146,22 @@ def stats(results: list[CaseResult]) -> str:
     )
 
 
-def _stated(r: CaseResult) -> bool:
-    return r.case["scenario"].get("parallelism") != "auto"
+def _stated(result: CaseResult) -> bool:
+    return result.case["scenario"].get("parallelism") != "auto"
 
 
 def family_of(case: dict[str, Any]) -> str:
+    """The accelerator family of a case's scenario.
+
+    Parameters
+    ----------
+    case : dict
+        A case in the calibration format.
+
+    Returns
+    -------
+    str
+    """
     return validate_scenario(case["scenario"]).cluster.spec.family
 
 
@@ -114,6 +170,18 @@ def band_covered(results: list[CaseResult], fit: dict[str, Any]) -> dict[str, tu
     band a user would have been shown had its source been unseen: the band is centred on
     the leave-one-source-out prediction with the spread of the family's *other* sources'
     out-of-sample errors (or the unmeasured spread when there are none).
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Cases predicted out of sample.
+    fit : dict
+        The fit record (``calibration.json``).
+
+    Returns
+    -------
+    dict of str to (int, int)
+        Cases inside the band and cases scored, by family.
     """
     by_family: dict[str, list[tuple[str, float]]] = {}
     for r in results:
@@ -132,12 +200,29 @@ def band_covered(results: list[CaseResult], fit: dict[str, Any]) -> dict[str, tu
     return out
 
 
-def family_rows(results: list[CaseResult], out: list[CaseResult], fit: dict[str, Any]) -> list[str]:
-    coverage = band_covered(out, fit)
+def family_rows(
+    results: list[CaseResult], out_of_sample: list[CaseResult], fit: dict[str, Any]
+) -> list[str]:
+    """Markdown rows of the per-family table: fit, errors in and out of sample, sigma, band.
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Scored cases, predicted in sample (the shipped fit).
+    out_of_sample : list of CaseResult
+        The same cases predicted out of sample (fit without their source).
+    fit : dict
+        The fit record (``calibration.json``).
+
+    Returns
+    -------
+    list of str
+    """
+    coverage = band_covered(out_of_sample, fit)
     rows = []
     for family, entry in fit["families"].items():
         mine = [r for r in results if family_of(r.case) == family]
-        theirs = [r for r in out if family_of(r.case) == family]
+        theirs = [r for r in out_of_sample if family_of(r.case) == family]
         fitted = ", ".join(f"{k} {v:.3g}" for k, v in entry["fitted"].items()) or "prior"
         covered, total = coverage.get(family, (0, 0))
         band = f"{covered / total:.0%} ({covered}/{total})" if total else "-"
@@ -148,11 +233,24 @@ def family_rows(results: list[CaseResult], out: list[CaseResult], fit: dict[str,
     return rows
 
 
-def per_source_rows(results: list[CaseResult], out: list[CaseResult]) -> list[str]:
+def per_source_rows(results: list[CaseResult], out_of_sample: list[CaseResult]) -> list[str]:
+    """Markdown rows of the per-source table: errors in and out of sample.
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Scored cases, predicted in sample (the shipped fit).
+    out_of_sample : list of CaseResult
+        The same cases predicted out of sample (fit without their source).
+
+    Returns
+    -------
+    list of str
+    """
     rows = []
     for source in sorted({fitting.source_of(r.case) for r in results}):
         mine = [r for r in results if fitting.source_of(r.case) == source]
-        theirs = [r for r in out if fitting.source_of(r.case) == source]
+        theirs = [r for r in out_of_sample if fitting.source_of(r.case) == source]
         families = ", ".join(sorted({family_of(r.case) for r in mine}))
         auto = sum(not _stated(r) for r in mine)
         rows.append(
@@ -161,11 +259,27 @@ def per_source_rows(results: list[CaseResult], out: list[CaseResult]) -> list[st
     return rows
 
 
-def summary_lines(results: list[CaseResult], out: list[CaseResult]) -> list[str]:
+def summary_lines(results: list[CaseResult], out_of_sample: list[CaseResult]) -> list[str]:
+    """One console line each for stated and ``"auto"`` layouts: counts and errors.
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Scored cases, predicted in sample (the shipped fit).
+    out_of_sample : list of CaseResult
+        The same cases predicted out of sample (fit without their source).
+
+    Returns
+    -------
+    list of str
+    """
     lines = []
-    for label, keep in (("stated layouts", _stated), ("auto layouts", lambda r: not _stated(r))):
+    for label, keep in (
+        ("stated layouts", _stated),
+        ("auto layouts", lambda result: not _stated(result)),
+    ):
         mine = [r for r in results if keep(r)]
-        theirs = [r for r in out if keep(r)]
+        theirs = [r for r in out_of_sample if keep(r)]
         failed = sum(r.error is None for r in mine)
         lines.append(
             f"{label}: {len(mine)} cases, {failed} failed; in-sample median/P90/mean "
@@ -176,7 +290,18 @@ def summary_lines(results: list[CaseResult], out: list[CaseResult]) -> list[str]
 
 
 def table2_split(results: list[CaseResult]) -> str:
-    """Median |error| of Narayanan table 2 split into ZeRO-3 and PTD-P rows."""
+    """Median |error| of Narayanan table 2 split into ZeRO-3 and PTD-P rows.
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Scored cases (only ``narayanan21-t2-*`` ones count).
+
+    Returns
+    -------
+    str
+        One clause per method, joined by "; ".
+    """
     parts = []
     for label, zero3 in (("ZeRO-3", True), ("PTD-P", False)):
         errors = [
@@ -195,21 +320,38 @@ def table2_split(results: list[CaseResult]) -> str:
 
 
 def group_mfu_outlier(result: CaseResult, results: list[CaseResult]) -> str | None:
-    """For tables of one model on one GPU type: is this row's measurement out of line?"""
+    """For tables of one model on one GPU type: is this row's measurement out of line?
 
-    def key(r: CaseResult) -> tuple:
-        s = r.case["scenario"]
-        m = s["model"]
+    Parameters
+    ----------
+    result : CaseResult
+        The row.
+    results : list of CaseResult
+        Every scored case (its peers are those with the same model, GPU, precision and
+        recompute setting).
+
+    Returns
+    -------
+    str or None
+        A sentence when measured / predicted departs from its peers' median by 12 % or
+        more (at least three peers), else None.
+    """
+
+    def key(case_result: CaseResult) -> tuple:
+        scenario = case_result.case["scenario"]
+        model = scenario["model"]
         return (
-            m["hidden_size"],
-            m["num_layers"],
-            s["cluster"]["accelerator"],
-            s["training"]["precision"],
-            s["parallelism"]["recompute"],
+            model["hidden_size"],
+            model["num_layers"],
+            scenario["cluster"]["accelerator"],
+            scenario["training"]["precision"],
+            scenario["parallelism"]["recompute"],
         )
 
-    def efficiency(r: CaseResult) -> float:
-        return r.measured / r.predicted if r.predicted else math.nan
+    def efficiency(case_result: CaseResult) -> float:
+        if not case_result.predicted:
+            return math.nan
+        return case_result.measured / case_result.predicted
 
     peers = [efficiency(r) for r in results if key(r) == key(result) and r is not result]
     if len(peers) < 3:
@@ -226,9 +368,9 @@ def group_mfu_outlier(result: CaseResult, results: list[CaseResult]) -> str | No
 
 EXPLANATIONS: list[tuple[Callable[[dict[str, Any]], bool], str]] = [
     (
-        lambda c: (
-            c["id"].startswith("narayanan21-t2-")
-            and c["scenario"]["parallelism"]["zero_stage"] == 3
+        lambda case: (
+            case["id"].startswith("narayanan21-t2-")
+            and case["scenario"]["parallelism"]["zero_stage"] == 3
         ),
         "DeepSpeed ZeRO-3 (2021) on 384-2,240 A100s: the measured step time hardly changes "
         "with the per-GPU batch (about 81 s for 175B, 180-250 s for 530B), i.e. it is bound "
@@ -238,14 +380,18 @@ EXPLANATIONS: list[tuple[Callable[[dict[str, Any]], bool], str]] = [
         "flagged config_assumed by the source.",
     ),
     (
-        lambda c: c["id"].startswith("nanotron-") and c["scenario"]["cluster"]["num_gpus"] >= 512,
+        lambda case: (
+            case["id"].startswith("nanotron-") and case["scenario"]["cluster"]["num_gpus"] >= 512
+        ),
         "nanotron's 64-node points fall 2-4x below its 32-node points at similar per-GPU work; "
         "the layout's traffic (a DP reduction of at most a few GB over 32-128 ranks) does not "
         "account for that in an alpha-beta model. Likely fabric or framework effects at that "
         "scale; layout flagged config_assumed.",
     ),
     (
-        lambda c: c["id"].startswith("nanotron-") and c["scenario"]["parallelism"]["dp"] == 1,
+        lambda case: (
+            case["id"].startswith("nanotron-") and case["scenario"]["parallelism"]["dp"] == 1
+        ),
         "80B with dp = 1 and 256 micro-batches per step through nanotron's "
         "all-forward-all-backward pipeline engine, which the scenario cannot express (the "
         "contract has only 1F1B and interleaved); recompute and layout flagged config_assumed.",
@@ -254,7 +400,19 @@ EXPLANATIONS: list[tuple[Callable[[dict[str, Any]], bool], str]] = [
 
 
 def explain(result: CaseResult, results: list[CaseResult]) -> str:
-    """A sentence on why this case is missed (rules on the case's metadata, not its id)."""
+    """A sentence on why this case is missed (rules on the case's metadata, not its id).
+
+    Parameters
+    ----------
+    result : CaseResult
+        The missed case.
+    results : list of CaseResult
+        Every scored case (for :func:`group_mfu_outlier`).
+
+    Returns
+    -------
+    str
+    """
     for applies, text in EXPLANATIONS:
         if applies(result.case):
             return text
@@ -270,6 +428,19 @@ def explain(result: CaseResult, results: list[CaseResult]) -> str:
 
 
 def misses_rows(results: list[CaseResult], count: int) -> list[str]:
+    """Markdown rows of the largest in-sample misses, largest first, with their explanation.
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Scored cases with stated layouts.
+    count : int
+        How many rows.
+
+    Returns
+    -------
+    list of str
+    """
     ranked = sorted((r for r in results if r.error is not None), key=lambda r: -abs(r.error or 0))
     rows = []
     for r in ranked[:count]:
@@ -288,7 +459,17 @@ def misses_rows(results: list[CaseResult], count: int) -> list[str]:
 
 
 def auto_rows(results: list[CaseResult]) -> list[str]:
-    """Markdown rows of the cases whose layout the search chose, largest miss first."""
+    """Markdown rows of the cases whose layout the search chose, largest miss first.
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Cases with ``"parallelism": "auto"``.
+
+    Returns
+    -------
+    list of str
+    """
     rows = []
     for r in sorted(results, key=lambda r: -abs(r.error or math.inf)):
         s = r.case["scenario"]
@@ -304,6 +485,18 @@ def auto_rows(results: list[CaseResult]) -> list[str]:
 
 
 def auto_section(results: list[CaseResult]) -> list[str]:
+    """The report's section on the cases whose layout is left to the search.
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Cases with ``"parallelism": "auto"``, predicted in sample.
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
+    """
     return [
         "## Layout left to the search",
         "",
@@ -341,30 +534,55 @@ UNTUNED_BASELINES = tuple(f"narayanan21-t2-0{i}" for i in range(1, 7))
 
 
 def auto_results(
-    cases: list[dict[str, Any]], oos: dict[str, float | None]
+    cases: list[dict[str, Any]], out_of_sample: dict[str, float | None]
 ) -> tuple[list[CaseResult], list[CaseResult]]:
     """Every scored case with its layout left to the search: (in-sample, out-of-sample).
 
     In-sample runs the search with the shipped fit; out-of-sample reads the
     leave-one-source-out predictions stored with the fit (``<id>@auto``; a case whose layout
-    is already ``"auto"`` is its own prediction)."""
-    ins, outs = [], []
+    is already ``"auto"`` is its own prediction).
+
+    Parameters
+    ----------
+    cases : list of dict
+        Scored cases.
+    out_of_sample : dict of str to float or None
+        Leave-one-source-out tokens/s/GPU by key (the fit's ``out_of_sample``).
+
+    Returns
+    -------
+    in_sample_results, out_of_sample_results : list of CaseResult
+    """
+    in_sample_results, out_of_sample_results = [], []
     for case in cases:
         measured = float(case["measured"]["tokens_per_s_per_gpu"])
         try:
             predicted = estimate(fitting.as_auto(case)["scenario"])["tokens_per_s_per_gpu"]
         except ScenarioError:
             predicted = None
-        ins.append(CaseResult(case, measured, predicted))
+        in_sample_results.append(CaseResult(case, measured, predicted))
         auto = case["scenario"].get("parallelism") == "auto"
         key = case["id"] if auto else case["id"] + fitting.AUTO_SUFFIX
-        outs.append(CaseResult(case, measured, oos.get(key)))
-    return ins, outs
+        out_of_sample_results.append(CaseResult(case, measured, out_of_sample.get(key)))
+    return in_sample_results, out_of_sample_results
 
 
-def auto_everywhere_section(ins: list[CaseResult], outs: list[CaseResult]) -> list[str]:
+def auto_everywhere_section(
+    in_sample_results: list[CaseResult], out_of_sample_results: list[CaseResult]
+) -> list[str]:
     """Every measurement predicted with ``"auto"``: what a planner who leaves the layout to
-    the search sees against what expert teams measured with their own layouts."""
+    the search sees against what expert teams measured with their own layouts.
+
+    Parameters
+    ----------
+    in_sample_results, out_of_sample_results : list of CaseResult
+        :func:`auto_results`.
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
+    """
 
     def tuned(group: list[CaseResult]) -> list[CaseResult]:
         return [r for r in group if r.case["id"] not in UNTUNED_BASELINES]
@@ -374,7 +592,8 @@ def auto_everywhere_section(ins: list[CaseResult], outs: list[CaseResult]) -> li
         + (f"{r.predicted:.4g} | {r.error:+.1%} |" if r.error is not None else "failed | - |")
         + (f" {o.error:+.1%} |" if o.error is not None else " - |")
         for r, o in sorted(
-            zip(ins, outs, strict=True), key=lambda pair: -abs(pair[0].error or math.inf)
+            zip(in_sample_results, out_of_sample_results, strict=True),
+            key=lambda pair: -abs(pair[0].error or math.inf),
         )[:15]
     ]
     return [
@@ -390,9 +609,10 @@ def auto_everywhere_section(ins: list[CaseResult], outs: list[CaseResult]) -> li
         "| cases | count | in-sample median | in-sample P90 | in-sample mean signed "
         "| out-of-sample median | out-of-sample P90 | out-of-sample mean signed |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        f"| tuned layouts (all but the untuned baselines) | {len(tuned(ins))} "
-        f"| {stats(tuned(ins))} | {stats(tuned(outs))} |",
-        f"| every case | {len(ins)} | {stats(ins)} | {stats(outs)} |",
+        f"| tuned layouts (all but the untuned baselines) | {len(tuned(in_sample_results))} "
+        f"| {stats(tuned(in_sample_results))} | {stats(tuned(out_of_sample_results))} |",
+        f"| every case | {len(in_sample_results)} | {stats(in_sample_results)} "
+        f"| {stats(out_of_sample_results)} |",
         "",
         "The untuned baselines are the rows a source presents as such: "
         + ", ".join(f"`{i}`" for i in UNTUNED_BASELINES)
@@ -410,7 +630,18 @@ def auto_everywhere_section(ins: list[CaseResult], outs: list[CaseResult]) -> li
 
 
 def whole_run_section(path: Path) -> list[str]:
-    """The published whole runs against the whole-run model (``scripts/whole_run_fit.py``)."""
+    """The published whole runs against the whole-run model (``scripts/whole_run_fit.py``).
+
+    Parameters
+    ----------
+    path : Path
+        ``estimator/data/whole_run.json``.
+
+    Returns
+    -------
+    list of str
+        Markdown lines (none when the file is absent).
+    """
     if not path.exists():
         return []
     record = json.loads(path.read_text(encoding="utf-8"))
@@ -474,7 +705,13 @@ def whole_run_section(path: Path) -> list[str]:
 
 def finetune_section() -> list[str]:
     """Fine-tuning memory, fits and throughput against published figures
-    (``scripts/finetune_checks.py``)."""
+    (``scripts/finetune_checks.py``).
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
+    """
     results = finetune_checks.checked_rows()
     summary = finetune_checks.summary(results)
     listed = len(finetune_checks.load_checks())
@@ -512,7 +749,18 @@ def finetune_section() -> list[str]:
 
 
 def search_gains(cases: list[dict]) -> list[SearchGain]:
-    """Estimate every stated-layout case twice: as stated, and with ``"auto"``."""
+    """Estimate every stated-layout case twice: as stated, and with ``"auto"``.
+
+    Parameters
+    ----------
+    cases : list of dict
+        Scored cases (``"auto"`` ones are skipped).
+
+    Returns
+    -------
+    list of SearchGain
+        One per case the search finds a layout for.
+    """
     gains = []
     for case in cases:
         scenario = case["scenario"]
@@ -536,7 +784,18 @@ def _layout_text(layout: dict[str, Any]) -> str:
 
 
 def search_section(gains: list[SearchGain]) -> list[str]:
-    """The search against the published layouts: it must never predict less than they do."""
+    """The search against the published layouts: it must never predict less than they do.
+
+    Parameters
+    ----------
+    gains : list of SearchGain
+        :func:`search_gains`.
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
+    """
     values = [g.gain for g in gains]
     worse = sum(v < -1e-9 for v in values)
     same = sum(abs(v) <= 1e-3 for v in values)
@@ -568,16 +827,33 @@ def search_section(gains: list[SearchGain]) -> list[str]:
 def write_report(
     path: Path,
     results: list[CaseResult],
-    out: list[CaseResult],
+    out_of_sample: list[CaseResult],
     fit: dict[str, Any],
     gains: list[SearchGain],
     auto_everywhere: tuple[list[CaseResult], list[CaseResult]],
 ) -> None:
+    """Write ``docs/accuracy.md``.
+
+    Parameters
+    ----------
+    path : Path
+        Where to write it.
+    results : list of CaseResult
+        Scored cases, predicted in sample (the shipped fit).
+    out_of_sample : list of CaseResult
+        The same cases predicted out of sample (fit without their source).
+    fit : dict
+        The fit record (``calibration.json``).
+    gains : list of SearchGain
+        :func:`search_gains`.
+    auto_everywhere : (list of CaseResult, list of CaseResult)
+        :func:`auto_results`.
+    """
     stated = [r for r in results if _stated(r)]
-    stated_out = [r for r in out if _stated(r)]
+    stated_out = [r for r in out_of_sample if _stated(r)]
     auto = [r for r in results if not _stated(r)]
-    auto_out = [r for r in out if not _stated(r)]
-    covered = band_covered(out, fit).values()
+    auto_out = [r for r in out_of_sample if not _stated(r)]
+    covered = band_covered(out_of_sample, fit).values()
     hits, total = sum(c for c, _ in covered), sum(t for _, t in covered)
     lines = [
         "# Estimator accuracy",
@@ -618,14 +894,14 @@ def write_report(
         "| family | cases | sources | fitted | in-sample median abs | P90 abs | mean signed "
         "| out-of-sample median abs | P90 abs | mean signed | sigma | band covers |",
         "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        *family_rows(results, out, fit),
+        *family_rows(results, out_of_sample, fit),
         "",
         "## Per source",
         "",
         "| source | families | cases | of which auto | in-sample median abs | P90 abs "
         "| mean signed | out-of-sample median abs | P90 abs | mean signed |",
         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        *per_source_rows(results, out),
+        *per_source_rows(results, out_of_sample),
         "",
         "Narayanan et al. table 2 by method: " + table2_split(results) + ".",
         "",
@@ -645,25 +921,169 @@ def write_report(
 
 
 def load_fit() -> dict[str, Any]:
-    """The fit record the estimator runs on (``estimator/data/calibration.json``)."""
+    """The fit record the estimator runs on (``estimator/data/calibration.json``).
+
+    Returns
+    -------
+    dict
+        ``families``, ``unmeasured`` and ``out_of_sample`` among others.
+    """
     return json.loads(calibration.FIT_PATH.read_text(encoding="utf-8"))
 
 
+#: Resolution at which the spread of prior-only predictions is kept: it rests on the few
+#: cases of the families that a single source measures, so finer digits would be noise.
+UNMEASURED_SIGMA_STEP = 0.05
+
+
+def prior_only_errors(
+    cases: Sequence[dict[str, Any]], out_of_sample: Mapping[str, float | None]
+) -> tuple[list[str], list[float]]:
+    """The out-of-sample predictions that came from a family's prior alone.
+
+    Leaving out the only source of a family leaves it no measurements: its cases are then
+    predicted from the family's prior, as any family without measurements is. Their log
+    errors measure the spread an unmeasured family's estimates carry.
+
+    Parameters
+    ----------
+    cases : sequence of dict
+        Every case (unscored ones are skipped).
+    out_of_sample : dict of str to float or None
+        Leave-one-source-out tokens/s/GPU by case id (the fit's ``out_of_sample``).
+
+    Returns
+    -------
+    families : list of str
+        The families measured by a single source, sorted.
+    errors : list of float
+        ln(predicted / measured) of each of their scored cases, in case order. [1]
+    """
+    counted = [c for c in cases if fitting.scored(c)]
+    sources: dict[str, set[str]] = {}
+    for case in counted:
+        sources.setdefault(family_of(case), set()).add(fitting.source_of(case))
+    single = sorted(family for family, found in sources.items() if len(found) == 1)
+    errors = [
+        math.log(predicted / float(case["measured"]["tokens_per_s_per_gpu"]))
+        for case in counted
+        if family_of(case) in single
+        and (predicted := out_of_sample.get(case["id"])) is not None
+        and predicted > 0
+    ]
+    return single, errors
+
+
+def unmeasured_spread(
+    cases: Sequence[dict[str, Any]], out_of_sample: Mapping[str, float | None]
+) -> dict[str, Any]:
+    """The ``unmeasured`` entry of ``calibration.json``: the Monte Carlo's efficiency
+    spread for a family without measurements, measured on the prior-only predictions
+    (:func:`prior_only_errors`) as each family's spread is (P80 of |log error| / 1.2816)
+    and kept to :data:`UNMEASURED_SIGMA_STEP`.
+
+    Parameters
+    ----------
+    cases : sequence of dict
+        Every case (unscored ones are skipped).
+    out_of_sample : dict of str to float or None
+        Leave-one-source-out tokens/s/GPU by case id.
+
+    Returns
+    -------
+    dict
+        ``sigma`` (the value the estimator must run on) [1], ``measured`` (before
+        rounding) [1], ``cases`` and ``families`` (what it was measured on).
+
+    Raises
+    ------
+    ValueError
+        When no family has a single source, so that no prediction came from a prior.
+    """
+    families, errors = prior_only_errors(cases, out_of_sample)
+    if not errors:
+        raise ValueError("no family is measured by a single source: nothing measures the "
+                         "spread of predictions made from priors alone")  # fmt: skip
+    measured = float(np.percentile(np.abs(errors), 80)) / fitting.Z_80
+    steps = round(measured / UNMEASURED_SIGMA_STEP)
+    return {
+        "sigma": round(steps * UNMEASURED_SIGMA_STEP, 4),
+        "measured": round(measured, 4),
+        "cases": len(errors),
+        "families": families,
+    }
+
+
+def unmeasured_sigma_problem(record: dict[str, Any]) -> str | None:
+    """Why the estimator's :data:`~estimator.core.calibration.UNMEASURED_SIGMA` is not the
+    spread the fit measured (None when it is).
+
+    Parameters
+    ----------
+    record : dict
+        The fit record (``calibration.json``).
+
+    Returns
+    -------
+    str or None
+        What differs and what to do, or None when the estimator runs on the measurement.
+    """
+    entry = record.get("unmeasured")
+    if entry is None:
+        return (
+            f"{calibration.FIT_PATH.name} has no 'unmeasured' spread: run `make accuracy` "
+            "(scripts/accuracy_report.py --fit)"
+        )
+    if entry["sigma"] != calibration.UNMEASURED_SIGMA:
+        return (
+            f"the fit measures the spread of prior-only predictions at sigma {entry['sigma']} "
+            f"({entry['measured']} over {entry['cases']} cases of {', '.join(entry['families'])}"
+            f"), but the estimator runs on UNMEASURED_SIGMA "
+            f"{calibration.UNMEASURED_SIGMA}: it reads calibration.json when imported, so "
+            "run the report in a fresh process (`make accuracy` does)"
+        )
+    return None
+
+
 def run_fit(cases: list[dict[str, Any]]) -> None:
-    """Fit every family, cross-validate by source and write ``calibration.json``."""
+    """Fit every family, cross-validate by source and write ``calibration.json``, with the
+    spread of the prior-only predictions (:func:`unmeasured_spread`).
+
+    Parameters
+    ----------
+    cases : list of dict
+        Every case (unscored ones are skipped).
+    """
     whole = fitting.fit_all(fitting.prepare([c for c in cases if fitting.scored(c)]))
     out_of_sample = fitting.leave_one_source_out(
         cases, whole, progress=lambda source: print(f"leaving out {source}", flush=True)
     )
     record = fitting.fit_record(cases, out_of_sample, whole)
+    record["unmeasured"] = unmeasured_spread(cases, out_of_sample)
     record["out_of_sample"] = dict(sorted(out_of_sample.items()))
     calibration.FIT_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     for family, entry in record["families"].items():
         print(f"  {family:18s} {entry['fitted']} sigma {entry['sigma']}")
+    print(f"  {'unmeasured':18s} sigma {record['unmeasured']['sigma']}")
 
 
 def in_sample(calibration_dir: Path, jobs: int) -> tuple[dict[str, float], list[dict]]:
-    """Predictions of every case file through score.py (stated and auto apart)."""
+    """Predictions of every case file through score.py (stated and auto apart).
+
+    Parameters
+    ----------
+    calibration_dir : Path
+        Directory holding ``score.py`` and ``cases.jsonl``.
+    jobs : int
+        Parallel estimator processes.
+
+    Returns
+    -------
+    predicted : dict of str to float
+        Predicted tokens/s/GPU by case id. [tokens/s]
+    summaries : list of dict
+        score.py's summary of each file and layout kind.
+    """
     predicted: dict[str, float] = {}
     summaries = []
     files = [calibration_dir / "cases.jsonl", *sorted(fitting.PROJECT_CASES.glob("*.jsonl"))]
@@ -676,6 +1096,19 @@ def in_sample(calibration_dir: Path, jobs: int) -> tuple[dict[str, float], list[
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line (see the module docstring).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments; ``sys.argv[1:]`` when None.
+
+    Returns
+    -------
+    int
+        Exit status: 0, or 1 when ``calibration.UNMEASURED_SIGMA`` differs from the
+        measured spread (:func:`unmeasured_sigma_problem`).
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "calibration_dir", nargs="?", type=Path, default=ROOT.parent / "shared" / "calibration"
@@ -693,17 +1126,21 @@ def main(argv: list[str] | None = None) -> int:
         again = [sys.executable, __file__, str(args.calibration_dir), "--output", str(args.output)]
         return subprocess.run([*again, "--jobs", str(args.jobs)], check=False).returncode
     fit = load_fit()
+    problem = unmeasured_sigma_problem(fit)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 1
     predicted, _ = in_sample(args.calibration_dir, args.jobs)
     results = [
         CaseResult(c, float(c["measured"]["tokens_per_s_per_gpu"]), predicted.get(c["id"]))
         for c in cases
         if fitting.scored(c)
     ]
-    oos = dict(fit.get("out_of_sample", {}))
-    out_results = [CaseResult(r.case, r.measured, oos.get(r.case["id"])) for r in results]
+    out_of_sample = dict(fit.get("out_of_sample", {}))
+    out_results = [CaseResult(r.case, r.measured, out_of_sample.get(r.case["id"])) for r in results]
     counted = [c for c in cases if fitting.scored(c)]
     gains = search_gains(counted)
-    everywhere = auto_results(counted, oos)
+    everywhere = auto_results(counted, out_of_sample)
     write_report(args.output, results, out_results, fit, gains, everywhere)
     for line in summary_lines(results, out_results):
         print(line)

@@ -27,7 +27,7 @@ class Efficiency:
     ----------
     gemm : float
         Fraction of dense peak a large, well-shaped matmul reaches (the small-shape penalty
-        comes on top, from the roofline term of ``compute.gemm_time``). [1]
+        comes on top, from the roofline's memory term, ``compute.gemm_byte_time``). [1]
     attention : float
         Fraction of 16-bit dense peak FlashAttention reaches on the FLOPs it executes. [1]
     memory_bandwidth : float
@@ -230,12 +230,13 @@ class FamilyFit:
     bias: float = 0.0
 
 
-#: Spread of the throughput error of a family with no measurements: the leave-one-source-out
-#: error of families predicted from their priors alone is of this size (docs/accuracy.md).
-UNMEASURED_SIGMA = 0.30
+#: Spread assumed for a family with no measurements where no fit has been written yet (a
+#: checkout without ``calibration.json``); the fit's own measurement replaces it below.
+UNMEASURED_SIGMA_WITHOUT_FIT = 0.30
 
 
 def _load_fits(path: Path = FIT_PATH) -> tuple[dict[str, FamilyFit], dict[str, Any]]:
+    """The fitted families of ``path`` and the whole record; empty when it is absent."""
     if not path.exists():
         return {}, {}
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -253,10 +254,29 @@ def _load_fits(path: Path = FIT_PATH) -> tuple[dict[str, FamilyFit], dict[str, A
 
 
 FAMILY_FITS, FIT_RECORD = _load_fits()
+#: Spread of the throughput error of a family with no measurements: the leave-one-source-out
+#: error of the families predicted from their priors alone, as ``make accuracy`` measures it
+#: and writes it (``calibration.json``, ``unmeasured.sigma``; docs/accuracy.md).
+UNMEASURED_SIGMA = float(
+    FIT_RECORD.get("unmeasured", {}).get("sigma", UNMEASURED_SIGMA_WITHOUT_FIT)
+)
 
 
 def with_fitted(prior: Efficiency, fitted: Mapping[str, float]) -> Efficiency:
-    """``prior`` with the fitted fields replaced and named in ``fitted``."""
+    """``prior`` with the fitted fields replaced and named in ``fitted``.
+
+    Parameters
+    ----------
+    prior : Efficiency
+        The family's assumptions (:data:`PRIORS`).
+    fitted : mapping of str to float
+        Fitted values by :class:`Efficiency` field name (fractions [1], latencies [s]).
+
+    Returns
+    -------
+    Efficiency
+        A copy whose ``fitted`` attribute lists the replaced fields, sorted.
+    """
     changes: dict[str, Any] = dict(fitted)
     return dataclasses.replace(prior, **changes, fitted=tuple(sorted(fitted)))
 
@@ -266,9 +286,23 @@ FP8_REFERENCE_FAMILY = "nvidia-hopper"
 
 
 def with_bf16_from_fp8(table: Mapping[str, Efficiency]) -> dict[str, Efficiency]:
-    """Give a family measured only in fp8 a bf16 matmul fraction: its fp8 fraction times
-    the bf16 / fp8 ratio of the reference family measured in both (the previous NVIDIA
-    generation), never below its prior. Families with a bf16 fit are left alone."""
+    """Give a family measured only in fp8 a bf16 matmul fraction.
+
+    Its fp8 fraction times the bf16 / fp8 ratio of the reference family measured in both
+    (:data:`FP8_REFERENCE_FAMILY`, the previous NVIDIA generation), never below its prior
+    and at most 0.95. Families with a bf16 fit are left alone.
+
+    Parameters
+    ----------
+    table : mapping of str to Efficiency
+        Efficiencies by family.
+
+    Returns
+    -------
+    dict of str to Efficiency
+        A copy of ``table``; ``gemm`` [1] replaced, rounded to 4 decimals, for the families
+        fitted in fp8 only. Unchanged when the reference family lacks either fit.
+    """
     reference = table.get(FP8_REFERENCE_FAMILY)
     if reference is None or not {"gemm", "fp8_gemm"} <= set(reference.fitted):
         return dict(table)
@@ -282,6 +316,7 @@ def with_bf16_from_fp8(table: Mapping[str, Efficiency]) -> dict[str, Efficiency]
 
 
 def _calibrated(family: str, prior: Efficiency) -> Efficiency:
+    """``prior`` with the family's fitted values (:data:`FAMILY_FITS`), if any."""
     fit = FAMILY_FITS.get(family)
     if fit is None or not fit.fitted:
         return prior
@@ -298,12 +333,35 @@ SOFTWARE = Software()
 
 
 def family_sigma(family: str) -> float:
-    """Out-of-sample log-sd of throughput for a family (:class:`FamilyFit`), wider for a
-    family without measurements (:data:`UNMEASURED_SIGMA`). [1]"""
+    """Out-of-sample log-sd of throughput for a family.
+
+    Parameters
+    ----------
+    family : str
+        Accelerator family, e.g. ``nvidia-hopper``.
+
+    Returns
+    -------
+    float
+        The fitted :attr:`FamilyFit.sigma`, or :data:`UNMEASURED_SIGMA` for a family
+        without measurements. [1]
+    """
     fit = FAMILY_FITS.get(family)
     return fit.sigma if fit is not None and fit.cases else UNMEASURED_SIGMA
 
 
 def efficiency_for(family: str) -> Efficiency:
-    """Efficiency parameters of an accelerator family (``generic`` when unknown)."""
+    """Efficiency parameters of an accelerator family.
+
+    Parameters
+    ----------
+    family : str
+        Accelerator family (the catalog's ``family``).
+
+    Returns
+    -------
+    Efficiency
+        Calibrated where the family has measurements, its prior otherwise; ``generic`` when
+        the family is unknown.
+    """
     return FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"])

@@ -159,6 +159,24 @@ def spec_with_overrides(spec: AcceleratorSpec, overrides: Mapping[str, Any]) -> 
     """Return ``spec`` with the fields of a scenario's ``cluster.accelerator_spec`` replaced.
 
     ``peak_tflops`` entries are merged per precision, so one figure can be corrected alone.
+
+    Parameters
+    ----------
+    spec : AcceleratorSpec
+        The catalog's accelerator.
+    overrides : mapping
+        Fields of :data:`SPEC_OVERRIDE_KEYS` in the units of :class:`AcceleratorSpec`
+        (memory [GiB], bandwidths [TB/s], [GB/s], [Gbit/s], peaks [TFLOP/s], power [W]).
+
+    Returns
+    -------
+    AcceleratorSpec
+        A copy with the given fields replaced.
+
+    Raises
+    ------
+    ScenarioError
+        An unknown field, or a value of the wrong type or out of range.
     """
     changes: dict[str, Any] = {}
     for key, value in overrides.items():
@@ -185,6 +203,23 @@ def custom_spec(accelerator_id: str, overrides: Mapping[str, Any]) -> Accelerato
 
     The figures in :data:`REQUIRED_FOR_NEW_CHIP` must be given; the efficiency family is
     ``generic`` (conservative defaults) unless ``family`` names a known one.
+
+    Parameters
+    ----------
+    accelerator_id : str
+        The scenario's ``cluster.accelerator``, used as id and name.
+    overrides : mapping
+        ``cluster.accelerator_spec``, in the units of :class:`AcceleratorSpec`.
+
+    Returns
+    -------
+    AcceleratorSpec
+        The new chip; 8 devices per node unless ``devices_per_node`` is given.
+
+    Raises
+    ------
+    ScenarioError
+        A required figure is missing or a value is invalid.
     """
     for key in REQUIRED_FOR_NEW_CHIP:
         if key not in overrides:

@@ -33,6 +33,13 @@ def _per_token(result: Mapping[str, Any]) -> dict[str, float]:
 def explain(best: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
     """How much slower ``other`` is than ``best`` and which parts of the step make it so.
 
+    Parameters
+    ----------
+    best, other : mapping
+        Two estimates of one scenario (``estimate`` output): ``step_time_s`` [s],
+        ``tokens_per_step`` [tokens], ``time_per_step_breakdown_s`` [s] and
+        ``memory_per_gpu_gib`` [GiB].
+
     Returns
     -------
     dict
@@ -72,8 +79,18 @@ def _shape(result: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def with_comparisons(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``results`` (best first) with ``comparison`` (:func:`explain` against the first) on
-    every result after the first."""
+    """``results`` (best first) with ``comparison`` on every result after the first.
+
+    Parameters
+    ----------
+    results : list of dict
+        Estimates of one scenario, best first; changed in place.
+
+    Returns
+    -------
+    list of dict
+        ``results``, each after the first carrying :func:`explain` against the first.
+    """
     for other in results[1:]:
         other["comparison"] = explain(results[0], other)
     return results
@@ -82,8 +99,24 @@ def with_comparisons(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def alternatives(
     best: Mapping[str, Any], others: Sequence[Mapping[str, Any]], count: int
 ) -> list[dict[str, Any]]:
-    """Up to ``count`` runners-up of different shapes (more than the micro-batch differs),
-    each with its headline figures and why it loses to ``best``."""
+    """Up to ``count`` runners-up of different shapes (more than the micro-batch differs).
+
+    Parameters
+    ----------
+    best : mapping
+        The chosen estimate.
+    others : sequence of mapping
+        Other estimates of the same scenario, best first.
+    count : int
+        Most runners-up to return.
+
+    Returns
+    -------
+    list of dict
+        Each runner-up's ``parallelism``, ``tokens_per_s_per_gpu`` [tokens/s], ``mfu`` [1],
+        ``training_days`` [days] and ``memory_total_gib`` [GiB], with :func:`explain`'s
+        ``slower_by`` [1], ``reasons`` and ``why``.
+    """
     seen: set[tuple[Any, ...]] = {_shape(best)}
     out: list[dict[str, Any]] = []
     for other in others:

@@ -25,85 +25,186 @@ import numpy as np
 from estimator.core import finetune
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
+from estimator.core.constants import (
+    ATTENTION_SCORE_FORWARD_FLOPS,
+    BITS_PER_BYTE,
+    CAUSAL_FRACTION,
+    FLOPS_PER_MULTIPLY_ADD,
+    FORWARD_BACKWARD_PASSES,
+    FP8_BYTES,
+    FP32_BYTES,
+    HALF_PRECISION_BYTES,
+    MIXED_PRECISION_ADAM_BYTES,
+)
 from estimator.core.workload import Workload
 
-#: FlashAttention backward executes 2.5 x its forward FLOPs (5 matmuls against 2).
-ATTENTION_BACKWARD_FACTOR = 2.5
-#: Share of the s x s score tiles a causal FlashAttention kernel computes.
-CAUSAL_FRACTION = 0.5
+#: Passes of the fp32 cross-entropy over the logits: write, softmax read and write,
+#: gradient read and write. [1]
+LOSS_LOGIT_PASSES = 5.0
+#: Bytes the loss moves per logit, 5 passes of 4 B. [B]
+LOSS_BYTES_PER_LOGIT = LOSS_LOGIT_PASSES * FP32_BYTES
+#: fp8 cast traffic per activation or output-gradient value: the transposed fp8 copy the
+#: weight-gradient matmul needs, written and read back (1 + 1 B). [B]
+FP8_ACTIVATION_CAST_BYTES = 2.0 * FP8_BYTES
+#: fp8 cast traffic per weight and micro-batch: read the 16-bit weight, write its fp8 copy
+#: and the copy's transpose (2 + 1 + 1 B). [B]
+FP8_WEIGHT_CAST_BYTES = HALF_PRECISION_BYTES + 2.0 * FP8_BYTES
 
 
-def matmul_efficiency(w: Workload) -> float:
-    """Fraction of the precision's dense peak a large matmul reaches (eps_gemm). [1]
+def _memory_rate(workload: Workload) -> float:
+    """Achievable memory bandwidth, W eps_mem. [B/s]"""
+    return workload.memory_bandwidth * workload.efficiency.memory_bandwidth
+
+
+def matmul_efficiency(workload: Workload) -> float:
+    """Fraction of the precision's dense peak a large matmul reaches (eps_gemm).
 
     fp8: the family's fp8 fraction times the recipe's speed relative to per-tensor scaling;
     block scaling is native (factor 1) where the tensor cores apply the scales (MXFP8).
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants: precision, fp8 recipe and the family's efficiencies.
+
+    Returns
+    -------
+    float
+        eps_gemm. [1]
     """
-    e = w.efficiency
-    if w.precision != "fp8":
-        return e.gemm
-    if w.fp8_recipe == "blockwise" and e.native_block_fp8:
-        return e.fp8_gemm_fraction
-    return e.fp8_gemm_fraction * dict(w.software.fp8_recipe_gemm)[w.fp8_recipe]
+    efficiency = workload.efficiency
+    if workload.precision != "fp8":
+        return efficiency.gemm
+    if workload.fp8_recipe == "blockwise" and efficiency.native_block_fp8:
+        return efficiency.fp8_gemm_fraction
+    recipe_speed = dict(workload.software.fp8_recipe_gemm)[workload.fp8_recipe]
+    return efficiency.fp8_gemm_fraction * recipe_speed
 
 
 def padded(dimension: Numeric, tile: float) -> FloatArray:
-    """``dimension`` rounded up to a multiple of ``tile`` (tile quantization). [1]"""
+    """``dimension`` rounded up to a multiple of ``tile`` (tile quantization).
+
+    Parameters
+    ----------
+    dimension : array_like
+        A matmul dimension. [elements]
+    tile : float
+        Side of the matmul unit's tile (128 on tensor-core GPUs). [elements]
+
+    Returns
+    -------
+    ndarray
+        ceil(dimension / tile) tile. [elements]
+
+    References
+    ----------
+    NVIDIA, "Matrix Multiplication Background User's Guide", 2023: tile quantization.
+    """
     return np.ceil(np.asarray(dimension, dtype=np.float64) / tile - 1e-9) * tile
 
 
-def gemm_flop_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
-    """Arithmetic part of an (m x k) @ (k x n) matmul: 2 m' k' n' / (P eps_gemm), each
-    dimension padded to the matmul tile. [s]"""
-    tile = w.efficiency.matmul_tile
-    flops = 2.0 * padded(m, tile) * padded(k, tile) * padded(n, tile)
-    return flops / (w.peak_matmul_flops * matmul_efficiency(w))
+def gemm_flop_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
+    """Arithmetic part of an (m x k) @ (k x n) matmul, each dimension padded to the tile.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants: matmul peak P, eps_gemm and the tile.
+    m, k, n : array_like
+        Matmul dimensions (m: rows, usually tokens). [elements]
+
+    Returns
+    -------
+    ndarray
+        2 m' k' n' / (P eps_gemm), primes for padded dimensions. [s]
+
+    References
+    ----------
+    Williams, Waterman & Patterson 2009, "Roofline: An Insightful Visual Performance Model
+    for Multicore Architectures", CACM 52(4); Narayanan et al. 2021, section 5.1 (2 FLOPs
+    per multiply-accumulate).
+    """
+    tile = workload.efficiency.matmul_tile
+    flops = FLOPS_PER_MULTIPLY_ADD * padded(m, tile) * padded(k, tile) * padded(n, tile)
+    return flops / (workload.peak_matmul_flops * matmul_efficiency(workload))
 
 
-def gemm_byte_time(w: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
-    """Memory part of the same matmul: (e_in (m k + k n) + e m n) / (W eps_mem), with
-    1-byte inputs for fp8 matmuls (their output stays 16-bit) and e_in = e otherwise. [s]"""
+def gemm_byte_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
+    """Memory part of the same matmul: its inputs, weights and output through memory.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants: precision, bytes per value e, bandwidth W and eps_mem.
+    m, k, n : array_like
+        Matmul dimensions, unpadded. [elements]
+
+    Returns
+    -------
+    ndarray
+        (e_in (m k + k n) + e m n) / (W eps_mem), with 1-byte inputs for fp8 matmuls
+        (their output stays 16-bit) and e_in = e otherwise. [s]
+
+    References
+    ----------
+    Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4) (the memory term, added
+    to the arithmetic one rather than maxed).
+    """
     m, k = np.asarray(m, dtype=np.float64), np.asarray(k, dtype=np.float64)
-    inputs = 1.0 if w.precision == "fp8" else w.activation_bytes
-    moved = inputs * (m * k + k * n) + w.activation_bytes * m * n
-    return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+    inputs = FP8_BYTES if workload.precision == "fp8" else workload.activation_bytes
+    moved = inputs * (m * k + k * n) + workload.activation_bytes * m * n
+    return moved / _memory_rate(workload)
 
 
 GemmShape = tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]
 
 
-def layer_gemm_shapes(w: Workload, tp: Numeric, ep: Numeric) -> list[GemmShape]:
-    """The matmuls of one layer's forward on one device as (rows per token, k, n, count,
-    slowdown).
+def layer_gemm_shapes(workload: Workload, tp: Numeric, ep: Numeric) -> list[GemmShape]:
+    """The matmuls of one layer's forward on one device.
 
     ``rows per token`` scales the token count (expert matmuls see top-k routed tokens spread
     over the local experts); ``count`` is how many such matmuls run per layer (MoE layers
     weighted by their share of layers); ``slowdown`` multiplies their time: routed experts
     wait for the busiest expert and run as grouped matmuls,
     (1 + load imbalance) / grouped-GEMM efficiency.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants (model shape, MoE software factors).
+    tp, ep : array_like
+        Tensor- and expert-parallel sizes. [devices]
+
+    Returns
+    -------
+    list of tuple
+        (rows per token [rows/token], k [elements], n [elements], count [1], slowdown [1])
+        for QKV, the output projection, FC1, FC2 and, for MoE, the router, routed and
+        shared experts.
     """
-    md = w.model
+    model = workload.model
     one = np.ones(np.broadcast(tp, ep).shape)
     tp, ep = one * tp, one * ep
-    h, ffn, q_width = md.hidden_size * one, md.ffn_hidden_size * one, md.attention_width * one
-    kv_width = np.maximum(md.num_kv_heads / tp, 1.0) * md.head_dim
-    up = 2.0 if md.gated_mlp else 1.0
-    dense = (1.0 - arithmetic.num_moe_layers(md) / md.num_layers) * one
+    h, ffn = model.hidden_size * one, model.ffn_hidden_size * one
+    q_width = model.attention_width * one
+    kv_width = np.maximum(model.num_kv_heads / tp, 1.0) * model.head_dim
+    up = 2.0 if model.gated_mlp else 1.0  # a gated MLP's gate and up run as one matmul
+    dense = (1.0 - arithmetic.num_moe_layers(model) / model.num_layers) * one
     shapes: list[GemmShape] = [
         (one, h, q_width / tp + 2 * kv_width, one, 1.0),
         (one, q_width / tp, h, one, 1.0),
         (one, h, up * ffn / tp, dense, 1.0),
         (one, ffn / tp, h, dense, 1.0),
     ]
-    if md.moe is not None:
-        sw = w.software
-        f, moe = md.moe.expert_ffn_hidden_size * one, 1.0 - dense
-        rows = md.moe.top_k * ep / md.moe.num_experts
-        experts = moe * md.moe.num_experts / ep
-        shared = moe * md.moe.num_shared_experts
-        routed_slowdown = (1.0 + sw.moe_load_imbalance) / sw.grouped_gemm
+    if model.moe is not None:
+        software = workload.software
+        f, moe = model.moe.expert_ffn_hidden_size * one, 1.0 - dense
+        rows = model.moe.top_k * ep / model.moe.num_experts
+        experts = moe * model.moe.num_experts / ep
+        shared = moe * model.moe.num_shared_experts
+        routed_slowdown = (1.0 + software.moe_load_imbalance) / software.grouped_gemm
         shapes += [
-            (one, h, md.moe.num_experts * one, moe, 1.0),  # router logits
+            (one, h, model.moe.num_experts * one, moe, 1.0),  # router logits
             (rows, h, up * f / tp, experts, routed_slowdown),
             (rows, f / tp, h, experts, routed_slowdown),
             (one, h, up * f / tp, shared, 1.0),
@@ -113,32 +214,73 @@ def layer_gemm_shapes(w: Workload, tp: Numeric, ep: Numeric) -> list[GemmShape]:
 
 
 def layer_gemm_time(
-    w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric
+    workload: Workload, tokens: Numeric, tp: Numeric, ep: Numeric
 ) -> tuple[FloatArray, FloatArray]:
     """Forward matmul time of one layer for one micro-batch, split (flop part, byte part).
 
-    Backward is twice the forward (data and weight gradients have the same shapes). [s]
+    The backward is twice the forward (data and weight gradients have the same shapes);
+    the caller applies that factor.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants.
+    tokens : array_like
+        Tokens of the micro-batch on this device, b s / cp. [tokens]
+    tp, ep : array_like
+        Tensor- and expert-parallel sizes. [devices]
+
+    Returns
+    -------
+    tuple of ndarray
+        (:func:`gemm_flop_time`, :func:`gemm_byte_time`) summed over
+        :func:`layer_gemm_shapes`. [s]
     """
     flop_part: FloatArray = np.zeros(np.broadcast(tokens, tp, ep).shape)
     byte_part: FloatArray = np.zeros_like(flop_part)
-    for rows, k, n, weight, slowdown in layer_gemm_shapes(w, tp, ep):
+    for rows, k, n, count, slowdown in layer_gemm_shapes(workload, tp, ep):
         m = rows * np.asarray(tokens, dtype=np.float64)
-        flop_part = flop_part + weight * slowdown * gemm_flop_time(w, m, k, n)
-        byte_part = byte_part + weight * slowdown * gemm_byte_time(w, m, k, n)
+        flop_part = flop_part + count * slowdown * gemm_flop_time(workload, m, k, n)
+        byte_part = byte_part + count * slowdown * gemm_byte_time(workload, m, k, n)
     return flop_part, byte_part
 
 
-def attention_forward_time(w: Workload, tokens: Numeric, tp: Numeric) -> FloatArray:
-    """FlashAttention forward of one layer: CAUSAL_FRACTION x 4 (b s/cp) s (n_heads d_head) / t
-    FLOPs at P_16 eps_attention (Dao et al. 2022). [s]
+def attention_forward_time(workload: Workload, tokens: Numeric, tp: Numeric) -> FloatArray:
+    """FlashAttention forward of one layer for one micro-batch.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants: s, n_heads d_head, the 16-bit peak P_16 and
+        eps_attention.
+    tokens : array_like
+        Tokens of the micro-batch on this device, b s / cp. [tokens]
+    tp : array_like
+        Tensor-parallel size t (heads split over it). [devices]
+
+    Returns
+    -------
+    ndarray
+        CAUSAL_FRACTION x 4 (b s/cp) s (n_heads d_head) / t FLOPs at P_16 eps_attention. [s]
+
+    References
+    ----------
+    Dao et al. 2022, "FlashAttention"; Dao 2023, "FlashAttention-2", section 3 (causal
+    tiles skipped); Narayanan et al. 2021, eq. 3 (4 s h forward FLOPs per token).
     """
-    md = w.model
-    flops = 4.0 * np.asarray(tokens, dtype=np.float64) * md.seq_len * md.attention_width / tp
-    return CAUSAL_FRACTION * flops / (w.peak_attention_flops * w.efficiency.attention)
+    model = workload.model
+    flops = (
+        ATTENTION_SCORE_FORWARD_FLOPS
+        * np.asarray(tokens, dtype=np.float64)
+        * model.seq_len
+        * model.attention_width
+        / tp
+    )
+    return CAUSAL_FRACTION * flops / (workload.peak_attention_flops * workload.efficiency.attention)
 
 
 def elementwise_values_per_token(
-    w: Workload, tp: Numeric, sequence_parallel: Numeric, passes: str
+    workload: Workload, tp: Numeric, sequence_parallel: Numeric, passes: str
 ) -> FloatArray:
     """Values read + written by the memory-bound kernels of one layer per token.
 
@@ -148,67 +290,157 @@ def elementwise_values_per_token(
     layers also permute each token to its k experts and back (read h, write k h, and the
     reverse, in each pass: 2 (1 + k) h), and their activation functions act on the k routed
     plus shared experts' widths instead of f.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants (model shape).
+    tp : array_like
+        Tensor-parallel size t. [devices]
+    sequence_parallel : array_like of bool
+        Whether width-h values are split over t.
+    passes : {'forward', 'backward'}
+        Which pass.
+
+    Returns
+    -------
+    ndarray
+        [values/token]
     """
-    md = w.model
-    h = md.hidden_size / np.where(sequence_parallel, tp, 1.0)
+    model = workload.model
+    h = model.hidden_size / np.where(sequence_parallel, tp, 1.0)
     tp = np.asarray(tp, dtype=np.float64)
-    act_fwd, act_bwd = (3.0, 5.0) if md.gated_mlp else (2.0, 3.0)
-    act_width = md.ffn_hidden_size / tp
+    act_fwd, act_bwd = (3.0, 5.0) if model.gated_mlp else (2.0, 3.0)
+    act_width = model.ffn_hidden_size / tp
     permute = 0.0 * h
-    if md.moe is not None:
-        share = arithmetic.num_moe_layers(md) / md.num_layers
-        routed = (md.moe.top_k + md.moe.num_shared_experts) * md.moe.expert_ffn_hidden_size
-        act_width = ((1.0 - share) * md.ffn_hidden_size + share * routed) / tp
-        permute = share * 2.0 * (1.0 + md.moe.top_k) * h
+    if model.moe is not None:
+        share = arithmetic.num_moe_layers(model) / model.num_layers
+        routed = (model.moe.top_k + model.moe.num_shared_experts) * model.moe.expert_ffn_hidden_size
+        act_width = ((1.0 - share) * model.ffn_hidden_size + share * routed) / tp
+        permute = share * 2.0 * (1.0 + model.moe.top_k) * h
     if passes == "forward":
         return 10.0 * h + act_fwd * act_width + permute
     return 12.0 * h + act_bwd * act_width + permute
 
 
 def elementwise_time(
-    w: Workload, tokens: Numeric, tp: Numeric, sequence_parallel: Numeric, passes: str
+    workload: Workload, tokens: Numeric, tp: Numeric, sequence_parallel: Numeric, passes: str
 ) -> FloatArray:
-    """Memory-bound kernel time of one layer for one micro-batch ('forward'/'backward'). [s]"""
-    values = elementwise_values_per_token(w, tp, sequence_parallel, passes)
-    moved = np.asarray(tokens, dtype=np.float64) * values * w.activation_bytes
-    return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+    """Memory-bound kernel time of one layer for one micro-batch.
 
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants: bytes per value, W and eps_mem.
+    tokens : array_like
+        Tokens of the micro-batch on this device. [tokens]
+    tp : array_like
+        Tensor-parallel size t. [devices]
+    sequence_parallel : array_like of bool
+        Whether width-h values are split over t.
+    passes : {'forward', 'backward'}
+        Which pass.
 
-def lm_head_time(w: Workload, tokens: Numeric, tp: Numeric) -> tuple[FloatArray, FloatArray]:
-    """LM head (forward + backward) and cross-entropy for one micro-batch, (flop, byte) parts.
-
-    The vocabulary is split over t (Megatron vocab-parallel); the loss streams the fp32
-    logits about five times (write, softmax read/write, gradient read/write): 20 V/t B/token.
+    Returns
+    -------
+    ndarray
+        tokens x :func:`elementwise_values_per_token` x e / (W eps_mem). [s]
     """
-    md = w.model
-    n = md.vocab_size / np.asarray(tp, dtype=np.float64)
-    flop_part = 3.0 * gemm_flop_time(w, tokens, md.hidden_size, n)
-    loss_bytes = 20.0 * np.asarray(tokens, dtype=np.float64) * n
-    bandwidth = w.memory_bandwidth * w.efficiency.memory_bandwidth
-    return flop_part, 3.0 * gemm_byte_time(w, tokens, md.hidden_size, n) + loss_bytes / bandwidth
+    values = elementwise_values_per_token(workload, tp, sequence_parallel, passes)
+    moved = np.asarray(tokens, dtype=np.float64) * values * workload.activation_bytes
+    return moved / _memory_rate(workload)
 
 
-def optimizer_bytes(w: Workload, parameters: Numeric) -> FloatArray:
+def lm_head_time(workload: Workload, tokens: Numeric, tp: Numeric) -> tuple[FloatArray, FloatArray]:
+    """LM head (forward + backward) and cross-entropy for one micro-batch.
+
+    Three (b s/c) x h x V/t matmuls (forward, input and weight gradients); the vocabulary is
+    split over t (Megatron vocab-parallel); the loss streams the fp32 logits five times
+    (write, softmax read/write, gradient read/write): 20 V/t B per token.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants.
+    tokens : array_like
+        Tokens of the micro-batch on this device. [tokens]
+    tp : array_like
+        Tensor-parallel size t. [devices]
+
+    Returns
+    -------
+    tuple of ndarray
+        (flop part, byte part incl. the loss). [s]
+
+    References
+    ----------
+    Narayanan et al. 2021, eq. 3 (the V/12lh term: 6 V h FLOPs per token).
+    """
+    model = workload.model
+    n = model.vocab_size / np.asarray(tp, dtype=np.float64)
+    flop_part = FORWARD_BACKWARD_PASSES * gemm_flop_time(workload, tokens, model.hidden_size, n)
+    loss_bytes = LOSS_BYTES_PER_LOGIT * np.asarray(tokens, dtype=np.float64) * n
+    head_bytes = FORWARD_BACKWARD_PASSES * gemm_byte_time(workload, tokens, model.hidden_size, n)
+    return flop_part, head_bytes + loss_bytes / _memory_rate(workload)
+
+
+def optimizer_bytes(workload: Workload, parameters: Numeric) -> FloatArray:
     """Bytes one optimizer step streams over the parameters a device updates.
 
     AdamW in mixed precision moves ``optimizer_bytes_per_parameter`` (read and write its
     16 B of state plus the gradient); other optimizers and adapters in proportion to the
-    state they keep (:func:`finetune.state_bytes`). [B]"""
+    state they keep (:func:`finetune.state_bytes`).
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants: precision, optimizer, method, master weights.
+    parameters : array_like
+        Parameters the device's optimizer step updates. [parameters]
+
+    Returns
+    -------
+    ndarray
+        [B]
+
+    References
+    ----------
+    Rajbhandari et al. 2020, "ZeRO", section 3.1 (2 + 2 + 12 B of mixed-precision Adam
+    state per parameter).
+    """
     states = sum(
-        finetune.state_bytes(w.precision, w.optimizer, w.method.adapters, w.master_weights)
+        finetune.state_bytes(
+            workload.precision,
+            workload.optimizer,
+            workload.method.adapters,
+            workload.master_weights,
+        )
     )
-    scale = states / sum(finetune.state_bytes("bf16", "adamw", False))
-    per_parameter = w.software.optimizer_bytes_per_parameter * scale
+    scale = states / MIXED_PRECISION_ADAM_BYTES
+    per_parameter = workload.software.optimizer_bytes_per_parameter * scale
     return np.asarray(parameters, dtype=np.float64) * per_parameter
 
 
-def optimizer_time(w: Workload, parameters: Numeric) -> FloatArray:
-    """One optimizer step on the device, streamed from memory (:func:`optimizer_bytes`). [s]"""
-    return optimizer_bytes(w, parameters) / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+def optimizer_time(workload: Workload, parameters: Numeric) -> FloatArray:
+    """One optimizer step on the device, streamed from memory.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants.
+    parameters : array_like
+        Parameters the device's optimizer step updates. [parameters]
+
+    Returns
+    -------
+    ndarray
+        :func:`optimizer_bytes` / (W eps_mem). [s]
+    """
+    return optimizer_bytes(workload, parameters) / _memory_rate(workload)
 
 
 def adapter_gemm_time(
-    w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric
+    workload: Workload, tokens: Numeric, tp: Numeric, ep: Numeric
 ) -> tuple[FloatArray, FloatArray]:
     """Forward time of one layer's LoRA adapters for one micro-batch, (flop, byte) parts.
 
@@ -216,60 +448,118 @@ def adapter_gemm_time(
     over tp like the matrix they adapt (column-parallel: B's output; row-parallel: A's
     input); routed experts' adapters see the top-k tokens routed to each of the device's
     E / ep experts. The skinny shapes run at the roofline of their padded tiles; their
-    backward is twice the forward (both gradients). [s]
+    backward is twice the forward (both gradients), applied by the caller.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants (method: rank r and targets).
+    tokens : array_like
+        Tokens of the micro-batch on this device. [tokens]
+    tp, ep : array_like
+        Tensor- and expert-parallel sizes. [devices]
+
+    Returns
+    -------
+    tuple of ndarray
+        (flop part, byte part); 0 without adapters. [s]
+
+    References
+    ----------
+    Hu et al. 2021, "LoRA: Low-Rank Adaptation of Large Language Models", section 4.1.
     """
     shape = np.broadcast(tokens, tp, ep).shape
     flop_part, byte_part = np.zeros(shape), np.zeros(shape)
     tokens = np.asarray(tokens, dtype=np.float64)
     tp, ep = np.asarray(tp, dtype=np.float64), np.asarray(ep, dtype=np.float64)
-    r, md = float(w.method.rank), w.model
-    for a in finetune.adapted_matrices(md, w.method):
-        d_in, d_out = (a.d_in, a.d_out / tp) if a.column else (a.d_in / tp, a.d_out)
-        groups: list[tuple[FloatArray, FloatArray, float]] = [(tokens, a.dense + 0.0 * ep, 1.0)]
-        if md.moe is not None and a.routed:
-            sw = w.software
-            rows = tokens * md.moe.top_k * ep / md.moe.num_experts
-            groups.append((rows, a.routed / ep, (1.0 + sw.moe_load_imbalance) / sw.grouped_gemm))
+    r, model = float(workload.method.rank), workload.model
+    for matrix in finetune.adapted_matrices(model, workload.method):
+        split_out = (matrix.d_in, matrix.d_out / tp)  # column-parallel
+        split_in = (matrix.d_in / tp, matrix.d_out)  # row-parallel
+        d_in, d_out = split_out if matrix.column else split_in
+        groups: list[tuple[FloatArray, FloatArray, float]] = [
+            (tokens, matrix.dense + 0.0 * ep, 1.0)
+        ]
+        if model.moe is not None and matrix.routed:
+            software = workload.software
+            rows = tokens * model.moe.top_k * ep / model.moe.num_experts
+            slowdown = (1.0 + software.moe_load_imbalance) / software.grouped_gemm
+            groups.append((rows, matrix.routed / ep, slowdown))
         for m, count, slowdown in groups:
             for k, n in ((d_in, r), (r, d_out)):
-                flop_part = flop_part + count * slowdown * gemm_flop_time(w, m, k, n)
-                byte_part = byte_part + count * slowdown * gemm_byte_time(w, m, k, n)
+                flop_part = flop_part + count * slowdown * gemm_flop_time(workload, m, k, n)
+                byte_part = byte_part + count * slowdown * gemm_byte_time(workload, m, k, n)
     return flop_part, byte_part
 
 
-def dequantize_time(w: Workload, tp: Numeric, ep: Numeric) -> FloatArray:
-    """QLoRA: dequantising one layer's NF4 weights to 16 bits before a pass's matmuls
-    (read NF4_BITS / 8, write 2 B per weight; the matmul's own read of the 16-bit copy is in
-    :func:`gemm_byte_time`), memory-bound. 0 for other methods. [s]"""
+def dequantize_time(workload: Workload, tp: Numeric, ep: Numeric) -> FloatArray:
+    """QLoRA: dequantising one layer's NF4 weights to 16 bits before a pass's matmuls.
+
+    Read NF4_BITS / 8, write 2 B per weight (the matmul's own read of the 16-bit copy is in
+    :func:`gemm_byte_time`), memory-bound.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants (method).
+    tp, ep : array_like
+        Tensor- and expert-parallel sizes. [devices]
+
+    Returns
+    -------
+    ndarray
+        0 for other methods. [s]
+
+    References
+    ----------
+    Dettmers et al. 2023, "QLoRA: Efficient Finetuning of Quantized LLMs", section 3.
+    """
     shape = np.broadcast(tp, ep).shape
-    if w.method.type != "qlora":
+    if workload.method.type != "qlora":
         return np.zeros(shape)
     weights = np.zeros(shape)
-    for _, k, n, count, _ in layer_gemm_shapes(w, tp, ep):
+    for _, k, n, count, _ in layer_gemm_shapes(workload, tp, ep):
         weights = weights + count * np.asarray(k, dtype=np.float64) * n
-    moved = weights * (finetune.NF4_BITS / 8.0 + w.activation_bytes)
-    return moved / (w.memory_bandwidth * w.efficiency.memory_bandwidth)
+    moved = weights * (finetune.NF4_BITS / BITS_PER_BYTE + workload.activation_bytes)
+    return moved / _memory_rate(workload)
 
 
-def fp8_cast_time(w: Workload, tokens: Numeric, tp: Numeric, ep: Numeric) -> FloatArray:
-    """Quantisation traffic of fp8 training for one layer and micro-batch (0 otherwise).
+def fp8_cast_time(workload: Workload, tokens: Numeric, tp: Numeric, ep: Numeric) -> FloatArray:
+    """Quantisation traffic of fp8 training for one layer and micro-batch.
 
     Frameworks fuse the cast of each matmul input into the kernel that produces it (the
     LayerNorm, the activation function, the previous matmul's epilogue: NVIDIA Transformer
     Engine's LayerNormLinear and cast-transpose kernels), so activations and output
     gradients cost only the transposed fp8 copy Hopper's fp8 matmuls need for the
-    weight-gradient product (write 1 B, read it back: 2 B per value). Weights are cast once
-    per micro-batch (read 2 B, write 1 B and its 1 B transpose: 4 B per value). The recipe
-    scales the traffic (row- and block-wise scaling read each input once more for its amax)
-    (Micikevicius et al. 2022, "FP8 Formats for Deep Learning", section 4). [s]
+    weight-gradient product (:data:`FP8_ACTIVATION_CAST_BYTES` per value). Weights are cast
+    once per micro-batch (:data:`FP8_WEIGHT_CAST_BYTES` per value). The recipe scales the
+    traffic (row- and block-wise scaling read each input once more for its amax).
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants (precision, fp8 recipe).
+    tokens : array_like
+        Tokens of the micro-batch on this device. [tokens]
+    tp, ep : array_like
+        Tensor- and expert-parallel sizes. [devices]
+
+    Returns
+    -------
+    ndarray
+        0 unless the precision is fp8. [s]
+
+    References
+    ----------
+    Micikevicius et al. 2022, "FP8 Formats for Deep Learning", arXiv:2209.05433, section 4.
     """
-    if w.precision != "fp8":
+    if workload.precision != "fp8":
         return np.zeros(np.broadcast(tokens, tp, ep).shape)
     values = np.zeros(np.broadcast(tokens, tp, ep).shape)
     weights = np.zeros_like(values)
-    for rows, k, n, count, _ in layer_gemm_shapes(w, tp, ep):
+    for rows, k, n, count, _ in layer_gemm_shapes(workload, tp, ep):
         values = values + count * rows * np.asarray(tokens, dtype=np.float64) * (np.asarray(k) + n)
         weights = weights + count * np.asarray(k, dtype=np.float64) * n
-    recipe = dict(w.software.fp8_recipe_casts)[w.fp8_recipe]
-    bandwidth = w.memory_bandwidth * w.efficiency.memory_bandwidth
-    return recipe * (2.0 * values + 4.0 * weights) / bandwidth
+    recipe = dict(workload.software.fp8_recipe_casts)[workload.fp8_recipe]
+    moved = FP8_ACTIVATION_CAST_BYTES * values + FP8_WEIGHT_CAST_BYTES * weights
+    return recipe * moved / _memory_rate(workload)

@@ -10,7 +10,9 @@ from typing import Any
 import numpy as np
 
 from estimator.core import finetune, memory
-from estimator.core.calibration import FAMILY_EFFICIENCY
+from estimator.core import layout_rules as rules
+from estimator.core.calibration import efficiency_for
+from estimator.core.constants import HOURS_PER_DAY, TERA
 from estimator.core.errors import ScenarioError
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.memory import GIB
@@ -21,21 +23,20 @@ from estimator.core.workload import Workload, build_workload
 
 ESTIMATOR_VERSION = "0.1.0"
 FORMAT_VERSION = 1
-SECONDS_PER_DAY = 86400.0
 
 
 def _scalar(results: LayoutResults, name: str) -> float:
     return float(getattr(results, name)[0])
 
 
-def _memory_gib(r: LayoutResults) -> dict[str, float]:
+def _memory_gib(results: LayoutResults) -> dict[str, float]:
     parts = ("weights", "gradients", "optimizer", "activations", "other")
-    out = {p: _scalar(r, p) / GIB for p in parts}
-    out["total"] = _scalar(r, "total_memory") / GIB
+    out = {p: _scalar(results, p) / GIB for p in parts}
+    out["total"] = _scalar(results, "total_memory") / GIB
     return out
 
 
-def _breakdown(r: LayoutResults) -> dict[str, float]:
+def _breakdown(results: LayoutResults) -> dict[str, float]:
     keys = (
         "compute",
         "recompute",
@@ -47,57 +48,57 @@ def _breakdown(r: LayoutResults) -> dict[str, float]:
         "framework_overhead",
         "network_jitter",
     )
-    return {k: _scalar(r, k) for k in keys}
+    return {k: _scalar(results, k) for k in keys}
 
 
-def _bottleneck(r: LayoutResults) -> str:
+def _bottleneck(results: LayoutResults) -> str:
     """The largest of compute-bound, memory-bound, communication and bubble time."""
-    memory_bound = _scalar(r, "memory_bound")
+    memory_bound = _scalar(results, "memory_bound")
     candidates = {
-        "compute": _scalar(r, "compute") + _scalar(r, "recompute") - memory_bound,
+        "compute": _scalar(results, "compute") + _scalar(results, "recompute") - memory_bound,
         "memory": memory_bound,
-        "communication": _scalar(r, "tp_communication") + _scalar(r, "exposed_communication"),
-        "pipeline_bubble": _scalar(r, "pp_bubble"),
+        "communication": _scalar(results, "tp_communication")
+        + _scalar(results, "exposed_communication"),
+        "pipeline_bubble": _scalar(results, "pp_bubble"),
     }
-    return max(candidates, key=lambda k: candidates[k])
+    return max(candidates, key=lambda name: candidates[name])
 
 
-def _warnings(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> list[str]:
+def _warnings(workload: Workload, layout: ParallelismConfig, results: LayoutResults) -> list[str]:
+    """Warnings for a valid layout that breaks a rule Megatron-LM-style frameworks enforce
+    (:mod:`estimator.core.layout_rules`; the layout search never keeps such a layout)."""
     notes: list[str] = []
-    md, per_step = w.model, layout.dp * layout.micro_batch_size
-    if layout.tp > w.node_size:
+    model, per_step = workload.model, layout.dp * layout.micro_batch_size
+    if not rules.tp_within_node(layout.tp, workload.node_size):
         notes.append(
-            f"TP group spans nodes: tp = {layout.tp} > {w.node_size} devices per node; "
+            f"TP group spans nodes: tp = {layout.tp} > {workload.node_size} devices per node; "
             "tensor-parallel collectives run over the scale-out network"
         )
-    if w.global_batch_size % per_step:
-        effective = int(_scalar(r, "num_micro_batches")) * per_step
+    if not rules.batch_divides(workload.global_batch_size, layout.dp, layout.micro_batch_size):
+        effective = int(_scalar(results, "num_micro_batches")) * per_step
         notes.append(
-            f"global batch not divisible by dp × micro-batch ({w.global_batch_size} vs "  # noqa: RUF001
+            f"global batch not divisible by dp × micro-batch ({workload.global_batch_size} vs "  # noqa: RUF001
             f"{per_step}); estimated with {effective} sequences per step"
         )
-    if md.num_layers % layout.pp:
+    if not rules.pipeline_divides_layers(model.num_layers, layout.pp):
         first, middle, last = (
-            int(x[0]) for x in memory.pipeline_split(md.num_layers, np.array([layout.pp]))
+            int(x[0]) for x in memory.pipeline_split(model.num_layers, np.array([layout.pp]))
         )
         notes.append(
-            f"uneven pipeline split: num_layers = {md.num_layers} over pp = {layout.pp} "
+            f"uneven pipeline split: num_layers = {model.num_layers} over pp = {layout.pp} "
             f"stages puts {first} layers on the first stage, {last} on the last and up to "
             f"{middle} on the others"
         )
-    per_stage = math.ceil(md.num_layers / layout.pp)
-    if layout.virtual_stages > 1 and (
-        per_stage % layout.virtual_stages or layout.pp * per_stage - md.num_layers > 2
-    ):
+    if not rules.interleaved_chunks_even(model.num_layers, layout.pp, layout.virtual_stages):
         notes.append(
-            f"interleaved schedule: the {per_stage} layers of a stage do not split into "
-            f"{layout.virtual_stages} equal chunks with at most two layers missing at the "
-            "ends, as Megatron-LM needs; estimated as if they did"
+            f"interleaved schedule: the {math.ceil(model.num_layers / layout.pp)} layers of a "
+            f"stage do not split into {layout.virtual_stages} equal chunks with at most two "
+            "layers missing at the ends, as Megatron-LM needs; estimated as if they did"
         )
-    m = int(_scalar(r, "num_micro_batches"))
-    if layout.virtual_stages > 1 and m % layout.pp:
+    micro_batches = int(_scalar(results, "num_micro_batches"))
+    if not rules.interleaved_micro_batches_divide(micro_batches, layout.pp, layout.virtual_stages):
         notes.append(
-            f"interleaved schedule needs micro-batches ({m}) divisible by pp "
+            f"interleaved schedule needs micro-batches ({micro_batches}) divisible by pp "
             f"({layout.pp}) in Megatron-LM"
         )
     if layout.cp > 1 or layout.ep > 1:
@@ -105,27 +106,28 @@ def _warnings(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> list[
             "context- and expert-parallel traffic is modelled from first principles but no "
             "calibration case uses cp > 1 or ep > 1"
         )
-    if layout.pp > 1 and _scalar(r, "pp_bubble") > 0.2 * _scalar(r, "step_time"):
+    if layout.pp > 1 and _scalar(results, "pp_bubble") > 0.2 * _scalar(results, "step_time"):
         notes.append(
             "pipeline bubble above 20 % of the step: more micro-batches or interleaving would help"
         )
-    return notes + _fit_warnings(w, r)
+    return notes + _fit_warnings(workload, results)
 
 
-def _fit_warnings(w: Workload, r: LayoutResults) -> list[str]:
+def _fit_warnings(workload: Workload, results: LayoutResults) -> list[str]:
     notes: list[str] = []
-    needed, have = _scalar(r, "total_memory") / GIB, w.spec.memory_gib
-    usable = w.usable_memory / GIB
+    needed, have = _scalar(results, "total_memory") / GIB, workload.spec.memory_gib
+    usable = workload.usable_memory / GIB
+    framework = workload.framework
     if needed > have:
         notes.append(f"does not fit: {needed:.0f} GiB needed of {have:.0f} GiB")
     elif needed > usable:
         notes.append(
             f"tight on memory: {needed:.0f} GiB of {have:.0f} GiB leaves less than the "
-            f"{w.framework.memory_headroom:.0%} headroom {w.framework.name} runs keep for "
+            f"{framework.memory_headroom:.0%} headroom {framework.name} runs keep for "
             "fragmentation and peak transients; expect out-of-memory errors"
         )
-    family = w.spec.family
-    if not FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"]).fitted:
+    family = workload.spec.family
+    if not efficiency_for(family).fitted:
         notes.append(
             f"uncalibrated: efficiency of the {family} family is assumed, not fitted to "
             "measurements: treat throughput as a rough guide (the uncertainty band is wider)"
@@ -133,33 +135,39 @@ def _fit_warnings(w: Workload, r: LayoutResults) -> list[str]:
     return notes
 
 
-def _throughput(w: Workload, layout: ParallelismConfig, r: LayoutResults) -> dict[str, Any]:
-    step = _scalar(r, "step_time")
-    tokens_per_s = _scalar(r, "tokens_per_step") / step
-    per_gpu = tokens_per_s / w.num_gpus
-    model_flops = finetune.training_flops_per_token(w.model, w.method)
+def _throughput(
+    workload: Workload, layout: ParallelismConfig, results: LayoutResults
+) -> dict[str, Any]:
+    step = _scalar(results, "step_time")
+    tokens_per_s = _scalar(results, "tokens_per_step") / step
+    per_gpu = tokens_per_s / workload.num_gpus
+    model_flops = finetune.training_flops_per_token(workload.model, workload.method)
     hardware_flops = model_flops + finetune.recompute_flops_per_token(
-        w.model, w.method, layout.recompute
+        workload.model, workload.method, layout.recompute
     )
     return {
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
         "tokens_per_s_per_gpu": per_gpu,
-        "tflops_per_gpu": model_flops * per_gpu / 1e12,
-        "mfu": model_flops * per_gpu / w.peak_matmul_flops,
-        "hfu": hardware_flops * per_gpu / w.peak_matmul_flops,
+        "tflops_per_gpu": model_flops * per_gpu / TERA,
+        "mfu": model_flops * per_gpu / workload.peak_matmul_flops,
+        "hfu": hardware_flops * per_gpu / workload.peak_matmul_flops,
         # fp8 MFU is against the fp8 peak, so it falls as speed rises; the bf16 yardstick
         # compares precisions and accelerators on one scale.
-        "mfu_peak": {"precision": w.precision, "tflops": w.peak_matmul_flops / 1e12},
-        "mfu_bf16": model_flops * per_gpu / w.peak_16bit_flops if w.peak_16bit_flops else None,
+        "mfu_peak": {"precision": workload.precision, "tflops": workload.peak_matmul_flops / TERA},
+        "mfu_bf16": model_flops * per_gpu / workload.peak_16bit_flops
+        if workload.peak_16bit_flops
+        else None,
         "hardware_flops_per_token": hardware_flops,
     }
 
 
-def _schedule(w: Workload, tokens_per_s: float) -> dict[str, Any]:
-    saved = finetune.checkpoint_parameters(w.model, w.method)
-    run = whole_run(w.tokens / tokens_per_s, saved, w.num_gpus, w.node_size, w.run)
-    hours = 24.0 * w.num_gpus
+def _schedule(workload: Workload, tokens_per_s: float) -> dict[str, Any]:
+    saved = finetune.checkpoint_parameters(workload.model, workload.method)
+    run = whole_run(
+        workload.tokens / tokens_per_s, saved, workload.num_gpus, workload.node_size, workload.run
+    )
+    hours = HOURS_PER_DAY * workload.num_gpus
     return {
         "goodput": run.goodput,
         "training_days": run.training_days,
@@ -169,7 +177,7 @@ def _schedule(w: Workload, tokens_per_s: float) -> dict[str, Any]:
             "steady_state_gpu_hours": run.steady_state_days * hours,
             "parts_days": dict(run.parts_days),
             "parts_gpu_hours": {k: v * hours for k, v in run.parts_days.items()},
-            "capacity": w.run.capacity,
+            "capacity": workload.run.capacity,
         },
         "goodput_details": {
             "mtbf_hours": run.mtbf_hours,
@@ -181,42 +189,42 @@ def _schedule(w: Workload, tokens_per_s: float) -> dict[str, Any]:
     }
 
 
-def _margins_applied(w: Workload) -> dict[str, float]:
+def _margins_applied(workload: Workload) -> dict[str, float]:
     """The margins as shares of the margin-free step time, as this cluster pays them."""
     return {
-        "framework_overhead": w.margins.framework_overhead,
-        "network_jitter": w.margins.network_jitter * w.jitter_scale,
-        "network_jitter_scale": w.jitter_scale,
+        "framework_overhead": workload.margins.framework_overhead,
+        "network_jitter": workload.margins.network_jitter * workload.jitter_scale,
+        "network_jitter_scale": workload.jitter_scale,
     }
 
 
-def _training_method(w: Workload, layout: ParallelismConfig) -> dict[str, Any]:
+def _training_method(workload: Workload, layout: ParallelismConfig) -> dict[str, Any]:
     """What is trained and with what, and the host memory a node needs for offload."""
-    trainable = finetune.trainable_parameters(w.model, w.method)
+    trainable = finetune.trainable_parameters(workload.model, workload.method)
     return {
-        **w.method.as_dict(),
-        "optimizer": w.optimizer,
-        "master_weights": w.master_weights,
-        "offload": w.offload,
-        "description": finetune.describe(w.method, w.optimizer),
+        **workload.method.as_dict(),
+        "optimizer": workload.optimizer,
+        "master_weights": workload.master_weights,
+        "offload": workload.offload,
+        "description": finetune.describe(workload.method, workload.optimizer),
         "trainable_parameters": trainable,
-        "trainable_share": trainable / w.parameters,
-        "host_memory_per_node_gib": _host_memory_per_node(w, layout) / GIB,
+        "trainable_share": trainable / workload.parameters,
+        "host_memory_per_node_gib": _host_memory_per_node(workload, layout) / GIB,
     }
 
 
-def _host_memory_per_node(w: Workload, layout: ParallelismConfig) -> float:
+def _host_memory_per_node(workload: Workload, layout: ParallelismConfig) -> float:
     """Host memory the offloaded state of one node's devices takes (0 without offload):
     each device's optimizer state (and master copy), and with parameter offload its
     weights, as ``model_state_bytes`` would hold them on the device. [B]"""
-    if w.offload == "none":
+    if workload.offload == "none":
         return 0.0
-    on_device = dataclasses.replace(w, offload="none")
-    r = evaluate_layouts(on_device, Layouts.single(layout))
-    host = _scalar(r, "optimizer")
-    if w.offload == "optimizer_and_params":
-        host += _scalar(r, "weights")
-    return host * min(w.node_size, w.num_gpus)
+    on_device = dataclasses.replace(workload, offload="none")
+    results = evaluate_layouts(on_device, Layouts.single(layout))
+    host = _scalar(results, "optimizer")
+    if workload.offload == "optimizer_and_params":
+        host += _scalar(results, "weights")
+    return host * min(workload.node_size, workload.num_gpus)
 
 
 #: Host memory beyond which offloaded state outgrows many 8-GPU servers (cloud H100 and
@@ -234,17 +242,33 @@ def _host_warnings(method: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _headroom(w: Workload, total_gib: float) -> dict[str, float]:
-    usable = w.usable_memory / GIB
+def _headroom(workload: Workload, total_gib: float) -> dict[str, float]:
+    usable = workload.usable_memory / GIB
     return {
         "usable_gib": usable,
         "headroom_gib": usable - total_gib,
-        "used_fraction": total_gib / w.spec.memory_gib,
+        "used_fraction": total_gib / workload.spec.memory_gib,
     }
 
 
 def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
-    """:func:`estimate` for an already validated scenario with an explicit layout."""
+    """:func:`estimate` for an already validated scenario with an explicit layout.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A validated scenario with an explicit ``parallelism``.
+
+    Returns
+    -------
+    dict
+        The contract's ``estimate`` output (JSON-serialisable).
+
+    Raises
+    ------
+    ScenarioError
+        Naming ``parallelism`` when it is ``"auto"`` (None).
+    """
     if scenario.parallelism is None:
         raise ScenarioError(
             "parallelism",
@@ -252,34 +276,34 @@ def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
             "estimator search`); give an explicit layout to estimate",
         )
     layout = scenario.parallelism
-    w = build_workload(scenario)
-    r = evaluate_layouts(w, Layouts.single(layout))
+    workload = build_workload(scenario)
+    results = evaluate_layouts(workload, Layouts.single(layout))
     out: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "estimator_version": ESTIMATOR_VERSION,
-        "parameters": w.parameters,
-        "active_parameters": w.active_parameters,
-        "model_flops_per_token": finetune.training_flops_per_token(w.model, w.method),
+        "parameters": workload.parameters,
+        "active_parameters": workload.active_parameters,
+        "model_flops_per_token": finetune.training_flops_per_token(workload.model, workload.method),
         "parallelism": layout.as_dict(),
     }
-    out.update(_throughput(w, layout, r))
+    out.update(_throughput(workload, layout, results))
     out.update(
         {
-            "memory_per_gpu_gib": _memory_gib(r),
-            "accelerator_memory_gib": w.spec.memory_gib,
-            "fits_in_memory": _scalar(r, "total_memory") / GIB <= w.spec.memory_gib,
-            "time_per_step_breakdown_s": _breakdown(r),
-            "bottleneck": _bottleneck(r),
-            "num_micro_batches": int(_scalar(r, "num_micro_batches")),
-            "tokens_per_step": _scalar(r, "tokens_per_step"),
+            "memory_per_gpu_gib": _memory_gib(results),
+            "accelerator_memory_gib": workload.spec.memory_gib,
+            "fits_in_memory": _scalar(results, "total_memory") / GIB <= workload.spec.memory_gib,
+            "time_per_step_breakdown_s": _breakdown(results),
+            "bottleneck": _bottleneck(results),
+            "num_micro_batches": int(_scalar(results, "num_micro_batches")),
+            "tokens_per_step": _scalar(results, "tokens_per_step"),
         }
     )
-    out.update(_schedule(w, out["tokens_per_s"]))
-    out["training_method"] = _training_method(w, layout)
-    out["framework"] = w.framework.as_dict()
-    out["margins_applied"] = _margins_applied(w)
-    out["memory_headroom"] = _headroom(w, out["memory_per_gpu_gib"]["total"])
-    out["warnings"] = _warnings(w, layout, r) + _host_warnings(out["training_method"])
+    out.update(_schedule(workload, out["tokens_per_s"]))
+    out["training_method"] = _training_method(workload, layout)
+    out["framework"] = workload.framework.as_dict()
+    out["margins_applied"] = _margins_applied(workload)
+    out["memory_headroom"] = _headroom(workload, out["memory_per_gpu_gib"]["total"])
+    out["warnings"] = _warnings(workload, layout, results) + _host_warnings(out["training_method"])
     return out
 
 

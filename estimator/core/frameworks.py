@@ -75,7 +75,13 @@ class FrameworkProfile:
     optimizers: tuple[str, ...] = ("adamw",)
 
     def as_dict(self) -> dict[str, object]:
-        """The profile as the estimate output's ``framework`` object."""
+        """The profile as the estimate output's ``framework`` object.
+
+        Returns
+        -------
+        dict
+            ``id``, ``name``, ``memory_headroom`` [1] and ``supports`` (what it runs).
+        """
         return {
             "id": self.id,
             "name": self.name,
@@ -177,7 +183,25 @@ FRAMEWORK_CHOICES = ("auto", *PROFILES)
 
 
 def profile_for(name: str, family: str) -> FrameworkProfile:
-    """The profile a scenario's ``framework`` names (``"auto"``: the family's default)."""
+    """The profile a scenario's ``framework`` names.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`PROFILES`, or ``"auto"``: the family's default
+        (:data:`DEFAULT_BY_FAMILY`, else :data:`DEFAULT_FRAMEWORK`).
+    family : str
+        The accelerator's efficiency family.
+
+    Returns
+    -------
+    FrameworkProfile
+
+    Raises
+    ------
+    ScenarioError
+        An unknown framework; the key is ``framework``.
+    """
     if name == "auto":
         name = DEFAULT_BY_FAMILY.get(family, DEFAULT_FRAMEWORK)
     try:

@@ -16,6 +16,20 @@ import numpy as np
 from estimator.core import comms, compute, finetune, memory
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
+from estimator.core.constants import (
+    ALL_REDUCE_PHASES,
+    ATTENTION_BACKWARD_FACTOR,
+    BACKWARD_TO_FORWARD,
+    CP_EXCHANGES_BACKWARD,
+    CP_EXCHANGES_FORWARD,
+    EP_ALL_TO_ALLS_BACKWARD,
+    EP_ALL_TO_ALLS_FORWARD,
+    FORWARD_BACKWARD_PASSES,
+    PIPELINE_SENDS_PER_MICRO_BATCH,
+    TP_COLLECTIVES_BACKWARD,
+    TP_COLLECTIVES_FORWARD,
+    ZERO3_WEIGHT_GATHERS,
+)
 from estimator.core.scenario import ParallelismConfig
 from estimator.core.workload import Workload
 
@@ -43,8 +57,20 @@ class Layouts:
 
     @classmethod
     def from_arrays(cls, **columns: Numeric) -> Layouts:
-        """Broadcast the given columns to one common length (every field required but
-        ``activation_offload``, 0 when absent)."""
+        """Broadcast the given columns to one common length.
+
+        Parameters
+        ----------
+        **columns : array_like
+            Every field of :class:`Layouts` by name (sizes [devices], ``micro_batch_size``
+            [sequences], codes as in the class docstring); ``activation_offload`` may be
+            left out (0).
+
+        Returns
+        -------
+        Layouts
+            float64 arrays of one common length.
+        """
         names = [f.name for f in dataclasses.fields(cls)]
         columns = {"activation_offload": 0.0, **columns}
         arrays = np.broadcast_arrays(
@@ -54,7 +80,18 @@ class Layouts:
 
     @classmethod
     def single(cls, layout: ParallelismConfig) -> Layouts:
-        """The one layout of an explicit scenario."""
+        """The one layout of an explicit scenario.
+
+        Parameters
+        ----------
+        layout : ParallelismConfig
+            The scenario's ``parallelism``; sequence parallelism counts only with tp > 1.
+
+        Returns
+        -------
+        Layouts
+            Arrays of length 1.
+        """
         return cls.from_arrays(
             tp=layout.tp,
             pp=layout.pp,
@@ -115,54 +152,89 @@ class _MicroBatch:
     memory_bound: FloatArray
 
 
-def _micro_batch(w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArray) -> _MicroBatch:
-    gemm_flop, gemm_byte = compute.layer_gemm_time(w, tokens, lay.tp, lay.ep)
-    attention = compute.attention_forward_time(w, tokens, lay.tp)
-    forward_elem = compute.elementwise_time(w, tokens, lay.tp, lay.sequence_parallel, "forward")
-    backward_elem = compute.elementwise_time(w, tokens, lay.tp, lay.sequence_parallel, "backward")
-    head_flop, head_byte = compute.lm_head_time(w, tokens, lay.tp)
-    overhead = w.software.layer_overhead_s * w.efficiency.layer_overhead_scale
-    casts = compute.fp8_cast_time(w, tokens, lay.tp, lay.ep)
+def _per_layer_count(forward: float, backward: float, recompute: FloatArray) -> FloatArray:
+    """Collectives per layer and micro-batch: those of the forward and the backward, plus
+    the forward's again where full recomputation re-runs it (Korthikanti et al. 2022,
+    section 5). [1]"""
+    full = recompute == memory.FULL_RECOMPUTE
+    return np.where(full, forward + backward + forward, forward + backward)
+
+
+def _micro_batch(
+    workload: Workload, layouts: Layouts, tokens: FloatArray, layers: FloatArray
+) -> _MicroBatch:
+    """Forward, backward, recompute and attention times of one micro-batch on the most
+    loaded stage, in forward-pass units: a matmul's backward is its input gradient plus,
+    where the weight trains, its weight gradient (Narayanan et al. 2021, backward = 2 x
+    forward); FlashAttention's backward is 2.5 x its forward (Dao 2023). [s]"""
+    gemm_flop, gemm_byte = compute.layer_gemm_time(workload, tokens, layouts.tp, layouts.ep)
+    attention = compute.attention_forward_time(workload, tokens, layouts.tp)
+    forward_elem = compute.elementwise_time(
+        workload, tokens, layouts.tp, layouts.sequence_parallel, "forward"
+    )
+    backward_elem = compute.elementwise_time(
+        workload, tokens, layouts.tp, layouts.sequence_parallel, "backward"
+    )
+    head_flop, head_byte = compute.lm_head_time(workload, tokens, layouts.tp)
+    overhead = workload.software.layer_overhead_s * workload.efficiency.layer_overhead_scale
+    casts = compute.fp8_cast_time(workload, tokens, layouts.tp, layouts.ep)
     forward_elem, backward_elem = forward_elem + casts / 2, backward_elem + casts / 2
     # Training method (finetune): adapters add their skinny matmuls, QLoRA dequantises the
     # weights before each pass; frozen weights skip their weight-gradient matmul, and layers
     # below every trained weight skip the backward altogether.
-    adapter_flop, adapter_byte = compute.adapter_gemm_time(w, tokens, lay.tp, lay.ep)
-    dequantize = compute.dequantize_time(w, lay.tp, lay.ep)
-    through = finetune.backward_layer_share(w.model, w.method)
-    gemm_backward = through + finetune.weight_gradient_layer_share(w.model, w.method)
+    adapter_flop, adapter_byte = compute.adapter_gemm_time(workload, tokens, layouts.tp, layouts.ep)
+    dequantize = compute.dequantize_time(workload, layouts.tp, layouts.ep)
+    through = finetune.backward_layer_share(workload.model, workload.method)
+    gemm_backward = through + finetune.weight_gradient_layer_share(workload.model, workload.method)
     adapters = adapter_flop + adapter_byte
     forward_layer = gemm_flop + gemm_byte + attention + forward_elem + adapters + dequantize
     backward_layer = gemm_backward * (gemm_flop + gemm_byte) + through * (
-        compute.ATTENTION_BACKWARD_FACTOR * attention
+        ATTENTION_BACKWARD_FACTOR * attention
         + backward_elem
-        + 2 * adapters
+        + BACKWARD_TO_FORWARD * adapters
         + dequantize
         + overhead
     )
     recompute_layer = through * np.where(
-        lay.recompute == 2, forward_layer, np.where(lay.recompute == 1, attention, 0.0)
+        layouts.recompute == memory.FULL_RECOMPUTE,
+        forward_layer,
+        np.where(layouts.recompute == memory.SELECTIVE_RECOMPUTE, attention, 0.0),
     )
     memory_layer = (1 + gemm_backward) * gemm_byte + forward_elem + backward_elem + dequantize
-    head_backward = 2.0 if finetune.head_trained(w.model, w.method) else 1.0
+    # The LM head's backward: input and weight gradients, or the input gradient alone.
+    head_trained = finetune.head_trained(workload.model, workload.method)
+    head_backward = BACKWARD_TO_FORWARD if head_trained else 1.0
     balance = _stage_share(
-        w,
-        lay,
+        workload,
+        layouts,
         layers,
         forward_layer + backward_layer + recompute_layer,
-        (1 + head_backward) / 3 * (head_flop + head_byte),
+        (1 + head_backward) / FORWARD_BACKWARD_PASSES * (head_flop + head_byte),
     )
     return _MicroBatch(
-        forward=balance * (layers * forward_layer + head_flop / 3 + head_byte / 3),
-        backward=balance * (layers * backward_layer + head_backward * (head_flop + head_byte) / 3),
+        forward=balance
+        * (
+            layers * forward_layer
+            + head_flop / FORWARD_BACKWARD_PASSES
+            + head_byte / FORWARD_BACKWARD_PASSES
+        ),
+        backward=balance
+        * (
+            layers * backward_layer
+            + head_backward * (head_flop + head_byte) / FORWARD_BACKWARD_PASSES
+        ),
         recompute=balance * layers * recompute_layer,
-        attention=layers * (1 + through * compute.ATTENTION_BACKWARD_FACTOR) * attention,
+        attention=layers * (1 + through * ATTENTION_BACKWARD_FACTOR) * attention,
         memory_bound=layers * memory_layer + head_byte,
     )
 
 
 def _stage_share(
-    w: Workload, lay: Layouts, layers: FloatArray, layer_time: FloatArray, head_time: FloatArray
+    workload: Workload,
+    layouts: Layouts,
+    layers: FloatArray,
+    layer_time: FloatArray,
+    head_time: FloatArray,
 ) -> FloatArray:
     """Time of the slowest stage relative to "its layers + the LM head".
 
@@ -171,66 +243,85 @@ def _stage_share(
     max(k layers, last-stage layers + head); with p = 1 that is all layers + head.
     """
     own = layers * layer_time + head_time
-    last = memory.stage_layers(w.model.num_layers, lay.pp, "last")
+    last = memory.stage_layers(workload.model.num_layers, layouts.pp, "last")
     return np.maximum(layers * layer_time, last * layer_time + head_time) / own
 
 
-def _group_link(w: Workload, size: Numeric, stride: Numeric) -> tuple[FloatArray, FloatArray]:
-    e = w.efficiency
+def _group_link(
+    workload: Workload, size: Numeric, stride: Numeric
+) -> tuple[FloatArray, FloatArray]:
+    """(bandwidth [B/s], latency per ring step [s]) of a process group of ``size`` ranks
+    ``stride`` apart (:func:`comms.link`)."""
+    efficiency = workload.efficiency
     return comms.link(
-        comms.spans_nodes(size, stride, w.node_size),
-        comms.members_per_node(size, stride, w.node_size),
+        comms.spans_nodes(size, stride, workload.node_size),
+        comms.members_per_node(size, stride, workload.node_size),
         size,
-        w.intra_node_bandwidth * e.intra_node_bandwidth,
-        w.inter_node_bandwidth * e.inter_node_bandwidth,
-        e.intra_node_latency_s,
-        e.inter_node_latency_s,
+        workload.intra_node_bandwidth * efficiency.intra_node_bandwidth,
+        workload.inter_node_bandwidth * efficiency.inter_node_bandwidth,
+        efficiency.intra_node_latency_s,
+        efficiency.inter_node_latency_s,
     )
 
 
-def _tp_time(w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArray) -> FloatArray:
+def _tp_time(
+    workload: Workload, layouts: Layouts, tokens: FloatArray, layers: FloatArray
+) -> FloatArray:
     """Megatron TP collectives per micro-batch: per layer 2 all-reduces forward and 2
     backward (+2 with full recompute) of b s h values; sequence parallelism swaps each for an
     all-gather + reduce-scatter of equal cost (Korthikanti et al. 2022, section 4.2.2).
     """
-    bandwidth, latency = _group_link(w, lay.tp, 1.0)
-    size = tokens * w.model.hidden_size * w.activation_bytes
-    count = np.where(lay.recompute == 2, 6.0, 4.0)
-    return layers * count * comms.all_reduce_time(size, lay.tp, bandwidth, latency)
+    bandwidth, latency = _group_link(workload, layouts.tp, 1.0)
+    size = tokens * workload.model.hidden_size * workload.activation_bytes
+    count = _per_layer_count(TP_COLLECTIVES_FORWARD, TP_COLLECTIVES_BACKWARD, layouts.recompute)
+    return layers * count * comms.all_reduce_time(size, layouts.tp, bandwidth, latency)
 
 
 def _context_and_expert_time(
-    w: Workload, lay: Layouts, tokens: FloatArray, layers: FloatArray, mb: _MicroBatch
+    workload: Workload,
+    layouts: Layouts,
+    tokens: FloatArray,
+    layers: FloatArray,
+    micro_batch: _MicroBatch,
 ) -> FloatArray:
-    """Exposed ring-attention (cp) and expert all-to-all (ep) time per micro-batch."""
-    md, e = w.model, w.activation_bytes
-    bandwidth, latency = _group_link(w, lay.cp, lay.tp)
-    kv = tokens * 2 * np.maximum(md.num_kv_heads / lay.tp, 1.0) * md.head_dim * e
-    rounds = np.where(lay.recompute == 2, 4.0, 3.0)
-    ring = layers * rounds * (lay.cp - 1) * comms.p2p_time(kv, bandwidth, latency)
-    context = comms.exposed_time(ring, mb.attention, w.software.overlap)
-    if md.moe is None:
+    """Exposed ring-attention (cp) and expert all-to-all (ep) time per micro-batch.
+
+    Ring attention passes each device's K and V blocks c - 1 times per exchange round
+    (Liu et al. 2023); the expert all-to-alls dispatch and combine b (s/c) k h / t values
+    per MoE layer and pass (Lepikhin et al. 2021, GShard), exposed.
+    """
+    model, value_bytes = workload.model, workload.activation_bytes
+    bandwidth, latency = _group_link(workload, layouts.cp, layouts.tp)
+    # K and V blocks of this device's heads.
+    kv_heads = np.maximum(model.num_kv_heads / layouts.tp, 1.0)
+    kv = tokens * 2 * kv_heads * model.head_dim * value_bytes
+    rounds = _per_layer_count(CP_EXCHANGES_FORWARD, CP_EXCHANGES_BACKWARD, layouts.recompute)
+    ring = layers * rounds * (layouts.cp - 1) * comms.p2p_time(kv, bandwidth, latency)
+    context = comms.exposed_time(ring, micro_batch.attention, workload.software.overlap)
+    if model.moe is None:
         return context
-    share = arithmetic.num_moe_layers(md) / md.num_layers
-    bandwidth, latency = _group_link(w, lay.ep, lay.tp * lay.cp)
-    size = tokens * md.moe.top_k * md.hidden_size * e / lay.tp
-    count = np.where(lay.recompute == 2, 6.0, 4.0)
+    share = arithmetic.num_moe_layers(model) / model.num_layers
+    bandwidth, latency = _group_link(workload, layouts.ep, layouts.tp * layouts.cp)
+    size = tokens * model.moe.top_k * model.hidden_size * value_bytes / layouts.tp
+    count = _per_layer_count(EP_ALL_TO_ALLS_FORWARD, EP_ALL_TO_ALLS_BACKWARD, layouts.recompute)
     return context + layers * share * count * comms.all_to_all_time(
-        size, lay.ep, bandwidth, latency
+        size, layouts.ep, bandwidth, latency
     )
 
 
-def _pipeline_p2p_time(w: Workload, lay: Layouts, tokens: FloatArray) -> FloatArray:
+def _pipeline_p2p_time(workload: Workload, layouts: Layouts, tokens: FloatArray) -> FloatArray:
     """Stage-boundary sends per micro-batch: activations forward, gradients backward, once
     per model chunk (v of them when interleaved); split over t (Megatron's scatter-gather).
     """
-    bandwidth, latency = _group_link(w, 2.0, lay.tp * lay.cp * lay.dp)
-    size = tokens * w.model.hidden_size * w.activation_bytes / lay.tp
-    per_micro_batch = 2.0 * lay.virtual_stages * comms.p2p_time(size, bandwidth, latency)
-    return np.where(lay.pp > 1, per_micro_batch, 0.0)
+    # A pair of neighbouring stages, tp * cp * dp ranks apart.
+    bandwidth, latency = _group_link(workload, 2.0, layouts.tp * layouts.cp * layouts.dp)
+    size = tokens * workload.model.hidden_size * workload.activation_bytes / layouts.tp
+    sends = PIPELINE_SENDS_PER_MICRO_BATCH * layouts.virtual_stages
+    per_micro_batch = sends * comms.p2p_time(size, bandwidth, latency)
+    return np.where(layouts.pp > 1, per_micro_batch, 0.0)
 
 
-def _dp_gather_times(w: Workload, lay: Layouts) -> tuple[FloatArray, FloatArray]:
+def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, FloatArray]:
     """All-gather time of the stage's weights and reduce-scatter time of its gradients
     over the data-parallel group (d c ranks; routed experts over d c / e).
 
@@ -239,35 +330,43 @@ def _dp_gather_times(w: Workload, lay: Layouts) -> tuple[FloatArray, FloatArray]
     only for what is trained (the adapters under LoRA); weights move at their stored size
     (NF4 under QLoRA, plus the adapters).
     """
-    wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision, w.optimizer, w.method.adapters)
-    dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
-    dp_cp = lay.dp * lay.cp
-    collectives = memory.layers_per_stage(w.model.num_layers, lay.pp) + 1.0
-    bw, lat = _group_link(w, dp_cp, lay.tp)
-    bw_e, lat_e = _group_link(w, dp_cp / lay.ep, lay.tp * lay.ep)
-    adapters = _adapter_parameters(w, lay)
+    weight_bytes, gradient_bytes, _ = memory.bytes_per_parameter(
+        workload.precision, workload.optimizer, workload.method.adapters
+    )
+    dense, expert = memory.stage_parameters(workload.model, layouts.tp, layouts.pp, layouts.ep)
+    dp_cp = layouts.dp * layouts.cp
+    collectives = memory.layers_per_stage(workload.model.num_layers, layouts.pp) + 1.0
+    bandwidth, latency = _group_link(workload, dp_cp, layouts.tp)
+    expert_bandwidth, expert_latency = _group_link(
+        workload, dp_cp / layouts.ep, layouts.tp * layouts.ep
+    )
+    adapters = _adapter_parameters(workload, layouts)
 
     def gather(dense_bytes: FloatArray, expert_bytes: FloatArray) -> FloatArray:
         return comms.all_gather_time(
-            dense_bytes, dp_cp, bw, lat * collectives
-        ) + comms.all_gather_time(expert_bytes, dp_cp / lay.ep, bw_e, lat_e * collectives)
+            dense_bytes, dp_cp, bandwidth, latency * collectives
+        ) + comms.all_gather_time(
+            expert_bytes, dp_cp / layouts.ep, expert_bandwidth, expert_latency * collectives
+        )
 
-    base = finetune.base_weight_bytes(w.model, w.method, wbytes)
-    weights = gather(base * dense + wbytes * adapters, base * expert)
-    if w.method.adapters:
-        return weights, gather(gbytes * adapters, 0.0 * adapters)
-    share = finetune.trained_share(w.model, w.method)
-    return weights, gather(share * gbytes * dense, share * gbytes * expert)
+    base = finetune.base_weight_bytes(workload.model, workload.method, weight_bytes)
+    weights = gather(base * dense + weight_bytes * adapters, base * expert)
+    if workload.method.adapters:
+        return weights, gather(gradient_bytes * adapters, 0.0 * adapters)
+    share = finetune.trained_share(workload.model, workload.method)
+    return weights, gather(share * gradient_bytes * dense, share * gradient_bytes * expert)
 
 
-def _adapter_parameters(w: Workload, lay: Layouts) -> FloatArray:
+def _adapter_parameters(workload: Workload, layouts: Layouts) -> FloatArray:
     """LoRA adapter parameters one device of the busiest stage holds (0 without). [1]"""
-    per_layer = finetune.adapter_parameters(w.model, w.method) / w.model.num_layers
-    return per_layer * memory.layers_per_stage(w.model.num_layers, lay.pp) / lay.tp
+    per_layer = (
+        finetune.adapter_parameters(workload.model, workload.method) / workload.model.num_layers
+    )
+    return per_layer * memory.layers_per_stage(workload.model.num_layers, layouts.pp) / layouts.tp
 
 
 def _dp_times(
-    w: Workload, lay: Layouts, m: FloatArray, mb: _MicroBatch
+    workload: Workload, layouts: Layouts, m: FloatArray, micro_batch: _MicroBatch
 ) -> tuple[FloatArray, FloatArray]:
     """Gross and exposed data-parallel time per step for ZeRO stages 0-3.
 
@@ -277,19 +376,22 @@ def _dp_times(
     every micro-batch all-gathers the weights for forward and again for backward and
     reduce-scatters the gradients (Rajbhandari et al. 2020, section 7: 3 Psi per step).
     """
-    params, grads = _dp_gather_times(w, lay)
-    backward, overlap = mb.backward + mb.recompute, w.software.overlap
+    params, grads = _dp_gather_times(workload, layouts)
+    backward, overlap = micro_batch.backward + micro_batch.recompute, workload.software.overlap
     exposed_grads = comms.exposed_time(grads, backward, overlap)
-    exposed_params = comms.exposed_time(params, mb.forward, overlap)
-    stages = [lay.zero_stage == 0, lay.zero_stage == 1, lay.zero_stage == 2]
+    exposed_params = comms.exposed_time(params, micro_batch.forward, overlap)
+    stages = [layouts.zero_stage == 0, layouts.zero_stage == 1, layouts.zero_stage == 2]
+    all_reduce = ALL_REDUCE_PHASES * grads  # reduce-scatter + all-gather of the gradients
     gross = np.select(
-        stages, [2 * grads, grads + params, m * grads + params], m * (2 * params + grads)
+        stages,
+        [all_reduce, grads + params, m * grads + params],
+        m * (ZERO3_WEIGHT_GATHERS * params + grads),
     )
     zero3 = exposed_params + comms.exposed_time(params + grads, backward, overlap)
     exposed = np.select(
         stages,
         [
-            comms.exposed_time(2 * grads, backward, overlap),
+            comms.exposed_time(all_reduce, backward, overlap),
             exposed_grads + exposed_params,
             m * exposed_grads + exposed_params,
         ],
@@ -299,40 +401,55 @@ def _dp_times(
 
 
 def _stage_memory(
-    w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray, stage: str
+    workload: Workload, layouts: Layouts, tokens: FloatArray, m: FloatArray, stage: str
 ) -> tuple[FloatArray, ...]:
+    """Memory parts of one pipeline ``stage``: (weights, gradients, optimizer, activations,
+    other, total). [B]"""
     weights, gradients, optimizer = memory.model_state_bytes(
-        w.model, w.precision, lay.tp, lay.pp, lay.dp * lay.cp, lay.ep, lay.zero_stage, w.offload,
-        stage, w.method, w.optimizer, w.master_weights,
-    )  # fmt: skip
-    activations = memory.activation_bytes(
-        w.model,
-        tokens,
-        lay.tp,
-        lay.pp,
-        lay.sequence_parallel,
-        lay.recompute,
-        m,
-        lay.virtual_stages,
-        w.activation_bytes,
-        lay.activation_offload,
-        w.efficiency.logits_bytes,
+        workload.model,
+        workload.precision,
+        layouts.tp,
+        layouts.pp,
+        layouts.dp * layouts.cp,
+        layouts.ep,
+        layouts.zero_stage,
+        workload.offload,
         stage,
-        w.method,
-    ) * finetune.backward_layer_share(w.model, w.method)
+        workload.method,
+        workload.optimizer,
+        workload.master_weights,
+    )
+    activations = memory.activation_bytes(
+        workload.model,
+        tokens,
+        layouts.tp,
+        layouts.pp,
+        layouts.sequence_parallel,
+        layouts.recompute,
+        m,
+        layouts.virtual_stages,
+        workload.activation_bytes,
+        layouts.activation_offload,
+        workload.efficiency.logits_bytes,
+        stage,
+        workload.method,
+    ) * finetune.backward_layer_share(workload.model, workload.method)
     tensors = weights + gradients + optimizer + activations
-    e = w.efficiency
-    other = memory.allowance_bytes(tensors, e.reserved_memory_gib * memory.GIB, e.fragmentation)
+    efficiency = workload.efficiency
+    reserved = efficiency.reserved_memory_gib * memory.GIB
+    other = memory.allowance_bytes(tensors, reserved, efficiency.fragmentation)
     return weights, gradients, optimizer, activations, other, tensors + other
 
 
-def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tuple[FloatArray, ...]:
+def _memory(
+    workload: Workload, layouts: Layouts, tokens: FloatArray, m: FloatArray
+) -> tuple[FloatArray, ...]:
     """Memory parts of the pipeline stage that needs the most (first, second or last: see
     :data:`memory.STAGES`); with pp = 1 the three are the same device."""
-    deepest = float(np.max(lay.pp))
+    deepest = float(np.max(layouts.pp))
     # Without pipelining the three are one device; with two stages the second is the last.
     stages = memory.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
-    per_stage = [_stage_memory(w, lay, tokens, m, stage) for stage in stages]
+    per_stage = [_stage_memory(workload, layouts, tokens, m, stage) for stage in stages]
     if len(per_stage) == 1:
         return per_stage[0]
     worst = np.argmax(np.stack([parts[5] for parts in per_stage]), axis=0)
@@ -341,22 +458,22 @@ def _memory(w: Workload, lay: Layouts, tokens: FloatArray, m: FloatArray) -> tup
     )
 
 
-def _optimizer_parameters(w: Workload, lay: Layouts) -> FloatArray:
+def _optimizer_parameters(workload: Workload, layouts: Layouts) -> FloatArray:
     """Parameters one device's optimizer step updates: its (ZeRO-sharded) share of the
     trained weights, or of the adapters."""
-    dp_cp = lay.dp * lay.cp
-    sharded = lay.zero_stage >= 1
-    if w.method.adapters:
-        return memory.sharded(_adapter_parameters(w, lay), dp_cp, sharded)
-    dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
-    share = finetune.trained_share(w.model, w.method)
+    dp_cp = layouts.dp * layouts.cp
+    sharded = layouts.zero_stage >= 1
+    if workload.method.adapters:
+        return memory.sharded(_adapter_parameters(workload, layouts), dp_cp, sharded)
+    dense, expert = memory.stage_parameters(workload.model, layouts.tp, layouts.pp, layouts.ep)
+    share = finetune.trained_share(workload.model, workload.method)
     return share * (
-        memory.sharded(dense, dp_cp, sharded) + memory.sharded(expert, dp_cp / lay.ep, sharded)
+        memory.sharded(dense, dp_cp, sharded) + memory.sharded(expert, dp_cp / layouts.ep, sharded)
     )
 
 
 def _offload_times(
-    w: Workload, lay: Layouts, tokens: FloatArray, mb: _MicroBatch
+    workload: Workload, layouts: Layouts, tokens: FloatArray, micro_batch: _MicroBatch
 ) -> tuple[FloatArray, FloatArray]:
     """Host-transfer time left on the critical path, (per micro-batch, per step). [s]
 
@@ -367,44 +484,56 @@ def _offload_times(
     back every step, and runs Adam on the host CPU (Ren et al. 2021, "ZeRO-Offload",
     section 4.1), which replaces the device's optimizer step.
     """
-    link, overlap = w.host_link_bandwidth, w.software.overlap
-    per_micro_batch = np.zeros_like(mb.forward)
-    if np.any(lay.activation_offload > 0):  # the layout search never offloads: skip the work
+    link, overlap = workload.host_link_bandwidth, workload.software.overlap
+    per_micro_batch = np.zeros_like(micro_batch.forward)
+    if np.any(layouts.activation_offload > 0):  # the layout search never offloads: skip the work
         saved = memory.offloaded_activation_bytes(
-            w.model, tokens, lay.tp, lay.pp, lay.sequence_parallel, lay.recompute,
-            w.activation_bytes,
-        )  # fmt: skip
-        copy = np.where(lay.activation_offload > 0, saved / link, 0.0)
-        per_micro_batch = comms.exposed_time(copy, mb.forward, overlap) + comms.exposed_time(
-            copy, mb.backward + mb.recompute, overlap
+            workload.model,
+            tokens,
+            layouts.tp,
+            layouts.pp,
+            layouts.sequence_parallel,
+            layouts.recompute,
+            workload.activation_bytes,
         )
-    code = memory.OFFLOAD_CODES[w.offload]
+        copy = np.where(layouts.activation_offload > 0, saved / link, 0.0)
+        per_micro_batch = comms.exposed_time(
+            copy, micro_batch.forward, overlap
+        ) + comms.exposed_time(copy, micro_batch.backward + micro_batch.recompute, overlap)
+    code = memory.OFFLOAD_CODES[workload.offload]
     if code >= 2:
-        dense, expert = memory.stage_parameters(w.model, lay.tp, lay.pp, lay.ep)
-        wbytes = memory.bytes_per_parameter(w.precision)[0]
-        stream = finetune.base_weight_bytes(w.model, w.method, wbytes) * (dense + expert) / link
-        per_micro_batch = per_micro_batch + comms.exposed_time(stream, mb.forward, overlap)
-        per_micro_batch = per_micro_batch + comms.exposed_time(
-            stream, mb.backward + mb.recompute, overlap
+        dense, expert = memory.stage_parameters(workload.model, layouts.tp, layouts.pp, layouts.ep)
+        weight_bytes = memory.bytes_per_parameter(workload.precision)[0]
+        stream = (
+            finetune.base_weight_bytes(workload.model, workload.method, weight_bytes)
+            * (dense + expert)
+            / link
         )
-    per_step = np.zeros_like(mb.forward)
+        per_micro_batch = per_micro_batch + comms.exposed_time(stream, micro_batch.forward, overlap)
+        per_micro_batch = per_micro_batch + comms.exposed_time(
+            stream, micro_batch.backward + micro_batch.recompute, overlap
+        )
+    per_step = np.zeros_like(micro_batch.forward)
     if code >= 1:
-        parameters = _optimizer_parameters(w, lay)
-        wbytes, gbytes, _ = memory.bytes_per_parameter(w.precision, w.optimizer, w.method.adapters)
-        cpu_adam = compute.optimizer_bytes(w, parameters)
+        parameters = _optimizer_parameters(workload, layouts)
+        weight_bytes, gradient_bytes, _ = memory.bytes_per_parameter(
+            workload.precision, workload.optimizer, workload.method.adapters
+        )
+        cpu_adam = compute.optimizer_bytes(workload, parameters)
         per_step = (
-            parameters * (wbytes + gbytes) / link + cpu_adam / w.software.cpu_adam_bytes_per_s
+            parameters * (weight_bytes + gradient_bytes) / link
+            + cpu_adam / workload.software.cpu_adam_bytes_per_s
         )
     return per_micro_batch, per_step
 
 
 def _compiler_remat(
-    w: Workload,
-    lay: Layouts,
+    workload: Workload,
+    layouts: Layouts,
     tokens: FloatArray,
     layers: FloatArray,
     m: FloatArray,
-    mb: _MicroBatch,
+    micro_batch: _MicroBatch,
     parts: tuple[FloatArray, ...],
 ) -> tuple[_MicroBatch, tuple[FloatArray, ...]]:
     """XLA's rematerialisation pass: where the saved activations do not fit, the compiler
@@ -413,34 +542,61 @@ def _compiler_remat(
     activations and those of full recomputation that must go is dropped, and f of the
     extra recompute time is paid: a linear interpolation towards full recomputation.
     """
-    full = dataclasses.replace(lay, recompute=np.full_like(lay.recompute, 2.0))
-    full_parts = _memory(w, full, tokens, m)
-    capacity = w.usable_memory
+    full_code = float(memory.FULL_RECOMPUTE)
+    full = dataclasses.replace(layouts, recompute=np.full_like(layouts.recompute, full_code))
+    full_parts = _memory(workload, full, tokens, m)
+    capacity = workload.usable_memory
     gap = parts[5] - full_parts[5]
     over = parts[5] - capacity
     share = np.where((over > 0) & (gap > 0), np.clip(over / np.where(gap > 0, gap, 1.0), 0, 1), 0)
     if not np.any(share > 0):
-        return mb, parts
-    full_recompute = _micro_batch(w, full, tokens, layers).recompute
-    mb = dataclasses.replace(mb, recompute=mb.recompute + share * (full_recompute - mb.recompute))
+        return micro_batch, parts
+    full_recompute = _micro_batch(workload, full, tokens, layers).recompute
+    micro_batch = dataclasses.replace(
+        micro_batch,
+        recompute=micro_batch.recompute + share * (full_recompute - micro_batch.recompute),
+    )
     mixed = tuple(p - share * (p - f) for p, f in zip(parts, full_parts, strict=True))
-    return mb, mixed
+    return micro_batch, mixed
 
 
-def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
-    """Memory and step time of every layout in ``lay`` for the scenario ``w``.
+def evaluate_layouts(workload: Workload, layouts: Layouts) -> LayoutResults:
+    """Memory and step time of every layout in ``layouts`` for one scenario.
 
     One optimizer step runs m = ceil(B / (dp b)) micro-batches through each pipeline. The
-    1F1B bubble is (p - 1) micro-batch times, (p - 1)/v interleaved (Narayanan et al. 2021,
-    section 2.2), i.e. (p - 1)/(m v) of the pipeline's busy time.
+    1F1B bubble is (p - 1) micro-batch times, (p - 1)/v interleaved, i.e. (p - 1)/(m v) of
+    the pipeline's busy time. docs/methodology.md lists every term with its source.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants (:func:`estimator.core.workload.build_workload`).
+    layouts : Layouts
+        The layouts to evaluate, one per index.
+
+    Returns
+    -------
+    LayoutResults
+        Per layout: memory per device of the fullest stage [B] and times per optimizer
+        step [s], each an array as long as ``layouts``.
+
+    References
+    ----------
+    Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
+    Using Megatron-LM", SC21, section 2.2 (pipeline bubble); Korthikanti et al. 2022,
+    "Reducing Activation Recomputation in Large Transformer Models" (activations,
+    tensor-parallel communication); Rajbhandari et al. 2020, "ZeRO" (model states,
+    data-parallel traffic).
     """
-    m = np.ceil(w.global_batch_size / (lay.dp * lay.micro_batch_size))
-    tokens = lay.micro_batch_size * w.model.seq_len / lay.cp
-    layers = memory.layers_per_stage(w.model.num_layers, lay.pp)
-    mb = _micro_batch(w, lay, tokens, layers)
-    memory_parts = _memory(w, lay, tokens, m)
-    if w.efficiency.compiler_remat or w.framework.compiler_remat:
-        mb, memory_parts = _compiler_remat(w, lay, tokens, layers, m, mb, memory_parts)
+    m = np.ceil(workload.global_batch_size / (layouts.dp * layouts.micro_batch_size))
+    tokens = layouts.micro_batch_size * workload.model.seq_len / layouts.cp
+    layers = memory.layers_per_stage(workload.model.num_layers, layouts.pp)
+    micro_batch = _micro_batch(workload, layouts, tokens, layers)
+    memory_parts = _memory(workload, layouts, tokens, m)
+    if workload.efficiency.compiler_remat or workload.framework.compiler_remat:
+        micro_batch, memory_parts = _compiler_remat(
+            workload, layouts, tokens, layers, m, micro_batch, memory_parts
+        )
     # Tensor-parallel collectives split into chunks and pipelined with the matmuls they feed
     # (Megatron-LM --tp-comm-overlap, PyTorch async TP, XLA collective matmul): a share
     # tp_overlap of them hides behind the matmul time (Wang et al. 2022, "Overlap
@@ -448,39 +604,49 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
     # Only inside the fast domain: the chunked pipelining needs the NVLink-class latency
     # (Megatron-LM's userbuffers, PyTorch async TP), and only where the framework has it.
     tp_overlap = np.where(
-        lay.tp <= w.node_size, w.efficiency.tp_overlap * float(w.framework.tp_overlap), 0.0
+        layouts.tp <= workload.node_size,
+        workload.efficiency.tp_overlap * float(workload.framework.tp_overlap),
+        0.0,
     )
     tp_comm = comms.exposed_time(
-        _tp_time(w, lay, tokens, layers), mb.forward + mb.backward, tp_overlap
+        _tp_time(workload, layouts, tokens, layers),
+        micro_batch.forward + micro_batch.backward,
+        tp_overlap,
     )
-    serial_comm = _context_and_expert_time(w, lay, tokens, layers, mb)
-    serial_comm = serial_comm + _pipeline_p2p_time(w, lay, tokens)
-    dp_gross, dp_exposed = _dp_times(w, lay, m, mb)
-    offload_micro_batch, offload_step = _offload_times(w, lay, tokens, mb)
-    if w.offload == "none":
-        optimizer = compute.optimizer_time(w, _optimizer_parameters(w, lay))
+    serial_comm = _context_and_expert_time(workload, layouts, tokens, layers, micro_batch)
+    serial_comm = serial_comm + _pipeline_p2p_time(workload, layouts, tokens)
+    dp_gross, dp_exposed = _dp_times(workload, layouts, m, micro_batch)
+    offload_micro_batch, offload_step = _offload_times(workload, layouts, tokens, micro_batch)
+    if workload.offload == "none":
+        optimizer = compute.optimizer_time(workload, _optimizer_parameters(workload, layouts))
     else:
         optimizer = offload_step
-    busy = mb.forward + mb.backward + mb.recompute + tp_comm + offload_micro_batch
-    bubble = (lay.pp - 1) / lay.virtual_stages * busy
+    busy = (
+        micro_batch.forward
+        + micro_batch.backward
+        + micro_batch.recompute
+        + tp_comm
+        + offload_micro_batch
+    )
+    bubble = (layouts.pp - 1) / layouts.virtual_stages * busy
     exposed = m * serial_comm + dp_exposed
     base = m * busy + bubble + exposed + optimizer
     # The two margins add to the step: framework overhead everywhere, network jitter as a
     # share that grows with the cluster (workload.network_jitter_scale).
-    framework_overhead = w.margins.framework_overhead * base
-    jitter = w.margins.network_jitter * w.jitter_scale * base
+    framework_overhead = workload.margins.framework_overhead * base
+    jitter = workload.margins.network_jitter * workload.jitter_scale * base
     overheads = framework_overhead + jitter
     return LayoutResults(
         num_micro_batches=m,
-        tokens_per_step=m * lay.dp * lay.micro_batch_size * w.model.seq_len,
+        tokens_per_step=m * layouts.dp * layouts.micro_batch_size * workload.model.seq_len,
         weights=memory_parts[0],
         gradients=memory_parts[1],
         optimizer=memory_parts[2],
         activations=memory_parts[3],
         other=memory_parts[4],
         total_memory=memory_parts[5],
-        compute=m * (mb.forward + mb.backward) + optimizer,
-        recompute=m * mb.recompute,
+        compute=m * (micro_batch.forward + micro_batch.backward) + optimizer,
+        recompute=m * micro_batch.recompute,
         tp_communication=m * tp_comm,
         pp_bubble=bubble,
         dp_communication=dp_gross,
@@ -489,5 +655,5 @@ def evaluate_layouts(w: Workload, lay: Layouts) -> LayoutResults:
         framework_overhead=framework_overhead,
         network_jitter=jitter,
         step_time=base + overheads,
-        memory_bound=m * mb.memory_bound + optimizer,
+        memory_bound=m * micro_batch.memory_bound + optimizer,
     )

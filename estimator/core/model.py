@@ -13,11 +13,24 @@ Conventions (see docs/methodology.md):
 
 from __future__ import annotations
 
+from estimator.core.constants import (
+    ATTENTION_SCORE_TRAINING_FLOPS,
+    FORWARD_BACKWARD_PASSES,
+    FORWARD_FLOPS_PER_PARAMETER,
+    GATED_MLP_MATRICES,
+    MLP_MATRICES,
+    TRAINING_FLOPS_PER_PARAMETER,
+)
 from estimator.core.scenario import ModelConfig
 
 
 def attention_parameters(model: ModelConfig) -> int:
     """Weights of one attention block: Q and output projections plus K and V for GQA/MQA.
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape: h (``hidden_size``), n_heads, n_kv (``num_kv_heads``), d_head.
 
     Returns
     -------
@@ -30,29 +43,94 @@ def attention_parameters(model: ModelConfig) -> int:
 
 
 def mlp_parameters(hidden_size: int, ffn_hidden_size: int, gated: bool) -> int:
-    """Weights of one MLP: 2 h f, or 3 h f for gated (SwiGLU-style) MLPs (Shazeer 2020)."""
-    return (3 if gated else 2) * hidden_size * ffn_hidden_size
+    """Weights of one MLP: up and down projections, plus the gate of a gated MLP.
+
+    Parameters
+    ----------
+    hidden_size : int
+        Model width h. [elements]
+    ffn_hidden_size : int
+        MLP width f. [elements]
+    gated : bool
+        Whether the MLP is gated (SwiGLU-style, three matrices).
+
+    Returns
+    -------
+    int
+        2 h f, or 3 h f gated. [parameters]
+
+    References
+    ----------
+    Shazeer 2020, "GLU Variants Improve Transformer", arXiv:2002.05202, section 2.
+    """
+    return (GATED_MLP_MATRICES if gated else MLP_MATRICES) * hidden_size * ffn_hidden_size
 
 
 def num_moe_layers(model: ModelConfig) -> int:
-    """Layers whose MLP is a mixture of experts (every ``moe_layer_every``-th layer)."""
+    """Layers whose MLP is a mixture of experts (every ``moe_layer_every``-th layer).
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape; ``model.moe`` None for a dense model.
+
+    Returns
+    -------
+    int
+        floor(l / moe_layer_every), 0 for a dense model. [layers]
+    """
     return 0 if model.moe is None else model.num_layers // model.moe.moe_layer_every
 
 
 def dense_mlp_parameters(model: ModelConfig) -> int:
-    """Weights of one dense (non-MoE) MLP. [parameters]"""
+    """Weights of one dense (non-MoE) MLP (:func:`mlp_parameters` at h and f).
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+
+    Returns
+    -------
+    int
+        2 h f, or 3 h f gated. [parameters]
+    """
     return mlp_parameters(model.hidden_size, model.ffn_hidden_size, model.gated_mlp)
 
 
 def expert_parameters(model: ModelConfig) -> int:
-    """Weights of one routed expert. [parameters]"""
+    """Weights of one routed expert (:func:`mlp_parameters` at the expert width f_e).
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+
+    Returns
+    -------
+    int
+        2 h f_e, or 3 h f_e gated; 0 for a dense model. [parameters]
+    """
     if model.moe is None:
         return 0
     return mlp_parameters(model.hidden_size, model.moe.expert_ffn_hidden_size, model.gated_mlp)
 
 
 def moe_mlp_parameters(model: ModelConfig, active: bool) -> int:
-    """Weights of one MoE MLP: router, shared experts, and all (or top-k) routed experts."""
+    """Weights of one MoE MLP: router, shared experts, and all (or top-k) routed experts.
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+    active : bool
+        Count only the top-k routed experts a token passes through.
+
+    Returns
+    -------
+    int
+        h E + (E or k + shared) expert weights; 0 for a dense model. [parameters]
+    """
     if model.moe is None:
         return 0
     routed = model.moe.top_k if active else model.moe.num_experts
@@ -61,12 +139,36 @@ def moe_mlp_parameters(model: ModelConfig, active: bool) -> int:
 
 
 def embedding_parameters(model: ModelConfig) -> int:
-    """Input embedding plus, unless tied, the output (LM head) matrix: V h or 2 V h."""
+    """Input embedding plus, unless tied, the output (LM head) matrix.
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+
+    Returns
+    -------
+    int
+        V h tied, 2 V h untied. [parameters]
+    """
     return (1 if model.tied_embeddings else 2) * model.vocab_size * model.hidden_size
 
 
 def layer_parameters(model: ModelConfig, active: bool = False) -> int:
-    """Weights of all transformer layers (attention + MLP), without embeddings."""
+    """Weights of all transformer layers (attention + MLP), without embeddings.
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+    active : bool
+        Count only the top-k routed experts of MoE layers.
+
+    Returns
+    -------
+    int
+        l attention blocks + dense and MoE MLPs. [parameters]
+    """
     n_moe = num_moe_layers(model)
     mlp = (model.num_layers - n_moe) * dense_mlp_parameters(model)
     mlp += n_moe * moe_mlp_parameters(model, active)
@@ -74,19 +176,51 @@ def layer_parameters(model: ModelConfig, active: bool = False) -> int:
 
 
 def total_parameters(model: ModelConfig) -> int:
-    """All parameters of the model. [parameters]"""
+    """All parameters of the model, Psi.
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+
+    Returns
+    -------
+    int
+        Layers plus embeddings (174.6 B for GPT-3 175B, Brown et al. 2020). [parameters]
+    """
     return layer_parameters(model) + embedding_parameters(model)
 
 
 def active_parameters(model: ModelConfig) -> int:
-    """Parameters one token passes through (top-k experts only for MoE). [parameters]"""
+    """Parameters one token passes through (top-k experts only for MoE).
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+
+    Returns
+    -------
+    int
+        Active layer weights plus embeddings. [parameters]
+    """
     return layer_parameters(model, active=True) + embedding_parameters(model)
 
 
 def matmul_parameters_per_token(model: ModelConfig) -> int:
-    """Weights used in a matmul per token: active layers plus the LM head (V h).
+    """Weights used in a matmul per token, N_matmul: active layers plus the LM head (V h).
 
     The input embedding is a table lookup, so it does no matmul FLOPs.
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+
+    Returns
+    -------
+    int
+        [parameters]
     """
     return layer_parameters(model, active=True) + model.vocab_size * model.hidden_size
 
@@ -94,34 +228,55 @@ def matmul_parameters_per_token(model: ModelConfig) -> int:
 def attention_flops_per_token(model: ModelConfig) -> float:
     """Attention score and value matmuls, forward + backward, non-causal convention.
 
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape: l, n_heads d_head and s.
+
     Returns
     -------
     float
         12 l (n_heads d_head) s: forward QK^T and AV are 2 s n_heads d_head FLOPs each per
-        token and layer, backward twice that (Narayanan et al. 2021, eq. 3, the s/6h term,
-        where n_heads d_head = h). [FLOP/token]
+        token and layer, backward twice that. [FLOP/token]
+
+    References
+    ----------
+    Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
+    Using Megatron-LM", SC21, eq. 3 (the s/6h term, where n_heads d_head = h).
     """
-    return 12.0 * model.num_layers * model.attention_width * model.seq_len
+    return ATTENTION_SCORE_TRAINING_FLOPS * model.num_layers * model.attention_width * model.seq_len
 
 
 def model_flops_per_token(model: ModelConfig) -> float:
     """Model FLOPs per trained token, forward + backward, without recomputation.
 
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+
     Returns
     -------
     float
-        6 N_matmul + 12 l h s (Kaplan et al. 2020 eq. 2.2; PaLM App. B). For GPT models this
-        equals 72 l h^2 (1 + s/6h + V/12lh), Narayanan et al. 2021 eq. 3 without the
-        recompute pass. [FLOP/token]
+        6 N_matmul + 12 l h s. For GPT models this equals 72 l h^2 (1 + s/6h + V/12lh),
+        Narayanan et al. 2021 eq. 3 without the recompute pass. [FLOP/token]
+
+    References
+    ----------
+    Kaplan et al. 2020, "Scaling Laws for Neural Language Models", arXiv:2001.08361,
+    eq. 2.2; Chowdhery et al. 2022, "PaLM", appendix B; Narayanan et al. 2021, eq. 3.
     """
-    return 6.0 * matmul_parameters_per_token(model) + attention_flops_per_token(model)
+    matmuls = TRAINING_FLOPS_PER_PARAMETER * matmul_parameters_per_token(model)
+    return matmuls + attention_flops_per_token(model)
 
 
 def recompute_flops_per_token(model: ModelConfig, recompute: str) -> float:
-    """Extra forward FLOPs spent on activation recomputation (Korthikanti et al. 2022).
+    """Extra forward FLOPs spent on activation recomputation.
 
     Parameters
     ----------
+    model : ModelConfig
+        Transformer shape.
     recompute : {'none', 'selective', 'full'}
         'full' re-runs every layer's forward (2 N_layers + 4 l h s); 'selective' re-runs
         only the attention core QK^T, softmax, AV (4 l h s). The LM head is not recomputed.
@@ -130,10 +285,16 @@ def recompute_flops_per_token(model: ModelConfig, recompute: str) -> float:
     -------
     float
         [FLOP/token]
+
+    References
+    ----------
+    Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+    Models", arXiv:2205.05198, section 5.
     """
-    attention_forward = attention_flops_per_token(model) / 3.0
+    attention_forward = attention_flops_per_token(model) / FORWARD_BACKWARD_PASSES
     if recompute == "full":
-        return 2.0 * layer_parameters(model, active=True) + attention_forward
+        layers = FORWARD_FLOPS_PER_PARAMETER * layer_parameters(model, active=True)
+        return layers + attention_forward
     if recompute == "selective":
         return attention_forward
     return 0.0
@@ -142,7 +303,21 @@ def recompute_flops_per_token(model: ModelConfig, recompute: str) -> float:
 def hardware_flops_per_token(model: ModelConfig, recompute: str) -> float:
     """Model FLOPs plus recomputation: what the hardware executes (HFU numerator).
 
-    With full recompute this is 96 B s l h^2 (1 + s/6h + V/16lh) per iteration over B s
-    tokens for GPT models, Narayanan et al. 2021 eq. 3. [FLOP/token]
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape.
+    recompute : {'none', 'selective', 'full'}
+        Activation recomputation mode (:func:`recompute_flops_per_token`).
+
+    Returns
+    -------
+    float
+        With full recompute, 96 B s l h^2 (1 + s/6h + V/16lh) per iteration over B s
+        tokens for GPT models. [FLOP/token]
+
+    References
+    ----------
+    Narayanan et al. 2021, eq. 3; Korthikanti et al. 2022, section 5.
     """
     return model_flops_per_token(model) + recompute_flops_per_token(model, recompute)

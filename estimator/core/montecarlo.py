@@ -28,7 +28,7 @@ import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -36,8 +36,9 @@ import numpy.typing as npt
 from estimator.core import finetune
 from estimator.core._types import FloatArray
 from estimator.core.calibration import family_sigma
+from estimator.core.constants import HOURS_PER_DAY, SECONDS_PER_DAY
 from estimator.core.errors import ScenarioError
-from estimator.core.estimate import SECONDS_PER_DAY, estimate
+from estimator.core.estimate import estimate
 from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR
 from estimator.core.scenario import Margins, Scenario
 from estimator.core.validation import validate_scenario
@@ -47,7 +48,8 @@ from estimator.core.workload import node_size_of
 #: Half-width of the uniform range each margin is sampled in, around the scenario's value:
 #: frameworks of one generation differ by about this much in overhead. [1]
 MARGIN_SPREAD = 0.05
-#: Samples whose goodput is evaluated between two progress reports.
+#: Samples whose whole-run factor is evaluated between two progress reports (when a
+#: ``progress`` callback follows them; otherwise all samples at once).
 PROGRESS_CHUNK = 1000
 #: Most samples in one run (a few seconds and ~0.5 GB at the top; 4,000 is plenty for P90).
 MAX_SAMPLES = 2_000_000
@@ -118,7 +120,21 @@ class Uncertainty:
 
     def resolved(self, margins: Margins, family: str) -> Uncertainty:
         """These distributions with every default filled in for one scenario: margins
-        around its own values, the efficiency spread of its accelerator family."""
+        around its own values, the efficiency spread of its accelerator family.
+
+        Parameters
+        ----------
+        margins : Margins
+            The scenario's margins, the centre of the default margin ranges.
+        family : str
+            The accelerator family, whose out-of-sample spread is the default
+            ``efficiency_sigma`` (:func:`~estimator.core.calibration.family_sigma`).
+
+        Returns
+        -------
+        Uncertainty
+            The same distributions with no None left.
+        """
 
         def around(value: float) -> Range:
             return max(0.0, value - MARGIN_SPREAD), value + MARGIN_SPREAD
@@ -136,12 +152,33 @@ class Uncertainty:
         )
 
     def as_dict(self) -> dict[str, Any]:
-        """The distributions, JSON-serialisable (ranges as ``[low, high]`` lists)."""
+        """The distributions, JSON-serialisable (ranges as ``[low, high]`` lists).
+
+        Returns
+        -------
+        dict
+            One entry per field.
+        """
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Uncertainty:
-        """Build from :meth:`as_dict`'s shape; missing keys take the defaults."""
+        """Build from :meth:`as_dict`'s shape; missing keys take the defaults.
+
+        Parameters
+        ----------
+        data : dict
+            Some or all of the fields, ranges as ``[low, high]`` pairs.
+
+        Returns
+        -------
+        Uncertainty
+
+        Raises
+        ------
+        ScenarioError
+            For an unknown key or a bad value, naming ``uncertainty.<field>``.
+        """
         if not isinstance(data, Mapping):
             raise ScenarioError("uncertainty", f"must be an object, got {data!r}")
         unknown = sorted(set(data) - set(cls.__dataclass_fields__))
@@ -184,7 +221,18 @@ def _checked_sigma(name: str, value: Any, highest: float) -> float:
 
 
 def percentiles(values: npt.ArrayLike) -> dict[str, float]:
-    """P10, P50, P90 (numpy's default linear interpolation) and mean of ``values``."""
+    """P10, P50, P90 (numpy's default linear interpolation) and mean of ``values``.
+
+    Parameters
+    ----------
+    values : array_like
+        The samples.
+
+    Returns
+    -------
+    dict
+        ``p10``, ``p50``, ``p90`` and ``mean``, as floats, in the unit of ``values``.
+    """
     data = np.asarray(values, dtype=np.float64)
     p10, p50, p90 = np.percentile(data, [10.0, 50.0, 90.0])
     return {"p10": float(p10), "p50": float(p50), "p90": float(p90), "mean": float(data.mean())}
@@ -222,26 +270,92 @@ def step_time(
     framework_overhead: FloatArray,
     network_jitter: FloatArray,
 ) -> FloatArray:
-    """Step time with the given margins, core (1 + o + j s) (see :func:`split_step_time`). [s]"""
+    """Step time with the given margins, core (1 + o + j s) (see :func:`split_step_time`).
+
+    Parameters
+    ----------
+    core_s : float
+        Step time without margins. [s]
+    jitter_scale : float
+        s, the share of ``network_jitter`` the cluster pays. [1]
+    framework_overhead : numeric
+        o, the fraction added to the step time. [1]
+    network_jitter : numeric
+        j, the fraction added to critical-path communication. [1]
+
+    Returns
+    -------
+    numeric
+        Step time. [s]
+    """
     return core_s * (1.0 + framework_overhead + network_jitter * jitter_scale)
 
 
-def _draw(rng: np.random.Generator, u: Uncertainty, n: int) -> dict[str, FloatArray]:
+def _draw(
+    rng: np.random.Generator, uncertainty: Uncertainty, samples: int
+) -> dict[str, FloatArray]:
     # Fixed order, every variable drawn even when its range is collapsed: a seed's stream
-    # does not depend on which inputs are uncertain. ``u`` is resolved (no None left).
-    assert u.framework_overhead is not None
-    assert u.network_jitter is not None
-    assert u.efficiency_sigma is not None
+    # does not depend on which inputs are uncertain. ``uncertainty`` is resolved (no None).
+    assert uncertainty.framework_overhead is not None
+    assert uncertainty.network_jitter is not None
+    assert uncertainty.efficiency_sigma is not None
+
+    def lognormal(sigma: float) -> FloatArray:
+        return np.exp(sigma * rng.standard_normal(samples))
+
     return {
-        "framework_overhead": rng.uniform(*u.framework_overhead, n),
-        "network_jitter": rng.uniform(*u.network_jitter, n),
-        "efficiency": np.exp(u.efficiency_sigma * rng.standard_normal(n)),
-        "failure_rate": FAILURES_PER_DEVICE_HOUR
-        * np.exp(u.failure_rate_sigma * rng.standard_normal(n)),
-        "restart_s": rng.uniform(*u.restart_s, n),
-        "utilisation": rng.uniform(*u.utilisation, n),
-        "whole_run": np.exp(u.whole_run_sigma * rng.standard_normal(n)),
+        "framework_overhead": rng.uniform(*uncertainty.framework_overhead, samples),
+        "network_jitter": rng.uniform(*uncertainty.network_jitter, samples),
+        "efficiency": lognormal(uncertainty.efficiency_sigma),
+        "failure_rate": FAILURES_PER_DEVICE_HOUR * lognormal(uncertainty.failure_rate_sigma),
+        "restart_s": rng.uniform(*uncertainty.restart_s, samples),
+        "utilisation": rng.uniform(*uncertainty.utilisation, samples),
+        "whole_run": lognormal(uncertainty.whole_run_sigma),
     }
+
+
+def whole_run_factor(
+    scenario: Scenario,
+    steady_s: FloatArray,
+    parameters: float,
+    failure_rate: FloatArray,
+    restart_s: FloatArray,
+) -> FloatArray:
+    """Whole-run over steady-state wall clock of each sample, through
+    :func:`~estimator.core.wholerun.whole_run` itself, evaluated on the sample arrays at once.
+
+    ``whole_run`` is elementwise arithmetic over :mod:`estimator.core.goodput`'s formulas,
+    which take numpy arrays, so one call gives every sample the figure a call per sample
+    would (its annotations name the scalar case, hence the casts).
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The validated scenario (cluster size, node size, ``run`` settings).
+    steady_s : array
+        Steady-state wall clock of each sample. [s]
+    parameters : float
+        Parameters saved in a checkpoint. [parameters]
+    failure_rate : array
+        Interruptions per device-hour of each sample. [1/h]
+    restart_s : array
+        Time from an interruption to training again of each sample. [s]
+
+    Returns
+    -------
+    array
+        Whole-run / steady-state wall clock of each sample (>= 1). [1]
+    """
+    run = whole_run(
+        cast(float, steady_s),
+        parameters,
+        scenario.cluster.num_gpus,
+        node_size_of(scenario),
+        scenario.run,
+        failure_rate=cast(float, failure_rate),
+        restart_s=cast(float, restart_s),
+    )
+    return np.asarray(run.training_days * SECONDS_PER_DAY / steady_s, dtype=np.float64)
 
 
 def _whole_run_factor_samples(
@@ -251,37 +365,32 @@ def _whole_run_factor_samples(
     draws: Mapping[str, FloatArray],
     progress: Callable[[float], None] | None,
 ) -> FloatArray:
-    """Whole-run / steady-state wall clock of each sample, through
-    :func:`~estimator.core.wholerun.whole_run` itself (sampled interruption rate, restart
-    time) times the lognormal spread of published whole runs around the model."""
-    n = len(draws["restart_s"])
-    out = np.empty(n)
-    num_gpus, node_size = valid.cluster.num_gpus, node_size_of(valid)
-    for start in range(0, n, PROGRESS_CHUNK):
-        stop = min(start + PROGRESS_CHUNK, n)
-        out[start:stop] = [
-            whole_run(
-                float(t), parameters, num_gpus, node_size, valid.run,
-                failure_rate=float(rate), restart_s=float(r),
-            ).training_days * SECONDS_PER_DAY / float(t)
-            for t, r, rate in zip(
-                steady_s[start:stop],
-                draws["restart_s"][start:stop],
-                draws["failure_rate"][start:stop],
-                strict=True,
-            )
-        ]  # fmt: skip
+    """:func:`whole_run_factor` of every sample (in chunks of :data:`PROGRESS_CHUNK` when
+    someone follows the progress) times the lognormal spread of published whole runs
+    around the model."""
+    count = len(steady_s)
+    step = max(count, 1) if progress is None else PROGRESS_CHUNK
+    out = np.empty(count)
+    for start in range(0, count, step):
+        part = slice(start, min(start + step, count))
+        out[part] = whole_run_factor(
+            valid,
+            steady_s[part],
+            parameters,
+            draws["failure_rate"][part],
+            draws["restart_s"][part],
+        )
         if progress is not None:
-            progress(stop / n)
+            progress(part.stop / count)
     return out * draws["whole_run"]
 
 
-def _margin_warnings(margins: Margins, u: Uncertainty) -> list[str]:
+def _margin_warnings(margins: Margins, uncertainty: Uncertainty) -> list[str]:
     notes = []
     for name in ("framework_overhead", "network_jitter"):
-        if getattr(u, name) is None:
+        if getattr(uncertainty, name) is None:
             continue
-        value, (low, high) = getattr(margins, name), getattr(u, name)
+        value, (low, high) = getattr(margins, name), getattr(uncertainty, name)
         if not low <= value <= high:
             notes.append(
                 f"margins.{name} = {value:g} lies outside the sampled range "
@@ -352,10 +461,10 @@ def monte_carlo(
     seed, samples = _count("seed", seed, 0), _count("samples", samples, 1, MAX_SAMPLES)
     requested = Uncertainty() if uncertainty is None else uncertainty
     valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
-    u = requested.resolved(valid.margins, valid.cluster.spec.family)
+    resolved = requested.resolved(valid.margins, valid.cluster.spec.family)
     baseline = estimate(valid) if baseline is None else baseline
     core, jitter_scale = split_step_time(baseline, valid.margins)
-    draws = _draw(np.random.default_rng(seed), u, samples)
+    draws = _draw(np.random.default_rng(seed), resolved, samples)
     steps = step_time(core, jitter_scale, draws["framework_overhead"], draws["network_jitter"])
     num_gpus = valid.cluster.num_gpus
     seconds_per_token = steps * draws["efficiency"] / baseline["tokens_per_step"]
@@ -369,7 +478,7 @@ def monte_carlo(
     return {
         "seed": seed,
         "samples": samples,
-        "uncertainty": u.as_dict(),
+        "uncertainty": resolved.as_dict(),
         "deterministic": {
             "tokens_per_s_per_gpu": baseline["tokens_per_s_per_gpu"],
             "training_days": baseline["training_days"],
@@ -377,7 +486,7 @@ def monte_carlo(
         },
         "tokens_per_s_per_gpu": percentiles(1.0 / (seconds_per_token * num_gpus)),
         "training_days": percentiles(days),
-        "gpu_hours": percentiles(days * 24.0 * num_gpus),
+        "gpu_hours": percentiles(days * HOURS_PER_DAY * num_gpus),
         "parallelism": baseline["parallelism"],
         "warnings": warnings,
         "estimator_version": baseline["estimator_version"],
@@ -392,6 +501,7 @@ __all__ = [
     "percentiles",
     "split_step_time",
     "step_time",
+    "whole_run_factor",
 ]
 
 
@@ -399,6 +509,15 @@ def estimate_with_uncertainty(
     scenario: Mapping[str, Any] | Scenario, *, seed: int = 1, samples: int = 4000
 ) -> dict[str, Any]:
     """:func:`estimate` plus the Monte Carlo's P10/P50/P90 (``estimate --uncertainty``).
+
+    Parameters
+    ----------
+    scenario : dict or Scenario
+        A scenario in the contract's format, or a validated :class:`Scenario`.
+    seed : int
+        Seed of ``numpy.random.default_rng``; non-negative.
+    samples : int
+        Number of samples, 1 to :data:`MAX_SAMPLES`.
 
     Returns
     -------

@@ -113,6 +113,15 @@ def load_presets(path: str | Path | None = None) -> dict[str, ModelPreset]:
 def get_preset(preset_id: str) -> ModelPreset:
     """The preset with id ``preset_id``.
 
+    Parameters
+    ----------
+    preset_id : str
+        A key of :func:`load_presets`, e.g. ``llama3-8b``.
+
+    Returns
+    -------
+    ModelPreset
+
     Raises
     ------
     ScenarioError

@@ -98,7 +98,14 @@ class MethodConfig:
         return self.type != "full"
 
     def as_dict(self) -> dict[str, object]:
-        """The method in the contract's ``training.method`` shape."""
+        """The method in the contract's ``training.method`` shape.
+
+        Returns
+        -------
+        dict
+            ``type`` with ``rank``, ``targets`` and ``dropout`` [1] for adapters, else
+            ``frozen_layers`` [layers] and ``frozen_embeddings``.
+        """
         if self.adapters:
             return {
                 "type": self.type,
@@ -161,7 +168,14 @@ class ParallelismConfig:
     activation_offload: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        """The layout in the contract's ``parallelism`` shape."""
+        """The layout in the contract's ``parallelism`` shape.
+
+        Returns
+        -------
+        dict
+            Sizes tp, pp, dp, cp, ep [devices], ``micro_batch_size`` [sequences] and the
+            layout's options, keyed as in the scenario format.
+        """
         return {
             "tp": self.tp,
             "pp": self.pp,

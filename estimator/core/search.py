@@ -1,29 +1,37 @@
 """Layout search: every valid parallel layout of a scenario, evaluated at once, best first.
 
-The grid is the Cartesian product of per-axis candidates (each axis already filtered by the
+Every rule is a predicate of :mod:`estimator.core.layout_rules`, the module the validator
+and the estimate's warnings call too, evaluated here on whole arrays of candidates. The
+grid is the Cartesian product of per-axis candidates (each axis already filtered by the
 rules that involve only the model):
 
 * ``tp``: powers of two up to the cluster size that divide the attention heads and divide,
-  or are a multiple of, the KV heads. Groups wider than a node are kept; their estimates
-  warn that the collectives cross the scale-out network.
+  or are a multiple of, the KV heads (``tp_divides_heads``, ``tp_fits_kv_heads``). Groups
+  wider than a node are kept; their estimates warn that the collectives cross the
+  scale-out network.
 * ``pp``: divisors of ``num_layers``, ``num_layers + 1`` and ``num_layers + 2`` and powers
   of two, up to the cluster size; stages hold k = ceil(l / pp) layers, the first and last
-  fewer (:func:`estimator.core.memory.pipeline_split`).
+  fewer (``pipeline_ends_absorb``; :func:`estimator.core.memory.pipeline_split`).
 * ``cp``: 1, and powers of two with ``seq_len`` divisible by 2 cp (ring attention splits
-  the sequence into 2 cp chunks for load balance) and at least 2,048 tokens per rank.
-* ``ep``: 1 for dense models; divisors of ``num_experts`` for MoE.
+  the sequence into 2 cp chunks for load balance) and at least 2,048 tokens per rank
+  (``cp_balanced``).
+* ``ep``: 1 for dense models; divisors of ``num_experts`` for MoE (``ep_divides_experts``).
 * ``micro_batch_size``: divisors of ``global_batch_size``.
 * ZeRO stage 0-3, recompute none/selective/full, sequence parallelism whenever tp > 1.
 * ``virtual_stages``: 1 (1F1B) or v > 1 (interleaved), from the divisors of ``num_layers``,
   ``num_layers + 1`` and ``num_layers + 2``.
 
+An axis the framework profile does not run keeps only 1 (``framework_runs_axis``).
 Rules that tie axes together reject a layout with a reason: ``gpus_indivisible`` (tp pp cp
-does not divide the cluster), ``experts_indivisible`` (ep does not divide dp cp),
-``batch_indivisible`` (dp b does not divide the global batch), ``schedule`` (interleaving
-needs pp > 1, v dividing the k layers of a stage, at most two layers missing at the ends,
-and micro-batches divisible by pp, as in Megatron-LM) and ``does_not_fit`` (memory beyond
-the framework profile's usable share). Each rejected layout counts once, under the first
-rule it breaks, so ``layouts_considered = layouts_fitting + sum(rejected)``.
+does not divide the cluster: ``fills_devices``), ``experts_indivisible`` (ep does not
+divide dp cp: ``ep_divides_data``), ``batch_indivisible`` (dp b does not divide the global
+batch: ``batch_divides``), ``schedule`` (interleaving needs pp > 1, v dividing the k layers
+of a stage, at most two layers missing at the ends, and micro-batches divisible by pp, as
+in Megatron-LM: ``interleaving_has_pipeline``, ``interleaved_chunks_even``,
+``interleaved_micro_batches_divide``) and ``does_not_fit`` (memory beyond the framework
+profile's usable share). Each rejected layout counts once, under the first rule it breaks,
+so ``layouts_considered = layouts_fitting + sum(rejected)``. Every layout kept passes
+:func:`estimator.core.validation.check_layout` (tested).
 
 The grid is one flat index space; :func:`search_chunk` evaluates a contiguous slice of it
 and :func:`merge_search_results` combines slices, so the work splits into independent
@@ -46,10 +54,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from estimator.core import layout_rules as rules
 from estimator.core.compare import alternatives, with_comparisons
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import FORMAT_VERSION, estimate_scenario
-from estimator.core.frameworks import profile_for
+from estimator.core.frameworks import FrameworkProfile, profile_for
 from estimator.core.layout import Layouts, evaluate_layouts
 from estimator.core.memory import GIB, RECOMPUTE_CODES
 from estimator.core.scenario import RECOMPUTE_MODES, ParallelismConfig, Scenario
@@ -63,8 +72,6 @@ CHUNK_LAYOUTS = 1 << 18
 BLOCK_LAYOUTS = 1 << 20
 #: Extra candidates estimated beyond top_k so that ties and rounding cannot change the order.
 _SLACK = 8
-#: Fewest tokens per rank along the sequence for context parallelism.
-MIN_TOKENS_PER_CP_RANK = 2048
 AXES = ("tp", "pp", "cp", "ep", "micro_batch_size", "zero_stage", "recompute", "virtual_stages")
 REJECTION_REASONS = (
     "gpus_indivisible",
@@ -77,46 +84,35 @@ REJECTION_REASONS = (
 IntArray = npt.NDArray[np.int64]
 
 
-def _divisors(n: int, limit: int) -> list[int]:
-    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+def _divisors(number: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(number, limit) + 1) if number % d == 0]
 
 
-def _powers_of_two(limit: int) -> list[int]:
-    return [1 << k for k in range(limit.bit_length()) if 1 << k <= limit]
+def _powers_of_two(limit: int) -> IntArray:
+    return np.asarray([1 << k for k in range(limit.bit_length()) if 1 << k <= limit], np.int64)
 
 
-def _tp_candidates(scenario: Scenario) -> list[int]:
-    md = scenario.model
-    return [
-        t
-        for t in _powers_of_two(scenario.cluster.num_gpus)
-        if md.num_attention_heads % t == 0
-        and (md.num_kv_heads % t == 0 or t % md.num_kv_heads == 0)
-    ]
+def _tp_candidates(scenario: Scenario) -> IntArray:
+    model, sizes = scenario.model, _powers_of_two(scenario.cluster.num_gpus)
+    keep = rules.tp_divides_heads(model.num_attention_heads, sizes) & rules.tp_fits_kv_heads(
+        model.num_kv_heads, sizes
+    )
+    return sizes[keep]
 
 
-def _cp_candidates(scenario: Scenario) -> list[int]:
-    seq = scenario.model.seq_len
-    return [1] + [
-        c
-        for c in _powers_of_two(scenario.cluster.num_gpus)[1:]
-        if seq % (2 * c) == 0 and seq // c >= MIN_TOKENS_PER_CP_RANK
-    ]
+def _cp_candidates(scenario: Scenario) -> IntArray:
+    sizes = _powers_of_two(scenario.cluster.num_gpus)
+    return sizes[rules.cp_balanced(scenario.model.seq_len, sizes)]
 
 
-def _pp_candidates(num_layers: int, gpus: int) -> list[int]:
+def _pp_candidates(num_layers: int, gpus: int) -> IntArray:
     """Stage counts: divisors of l, l + 1 and l + 2 (the embedding and the loss counted as
-    layers) and powers of two, whose uneven split (:func:`memory.pipeline_split`) exists."""
+    layers) and powers of two, whose uneven split (:func:`memory.pipeline_split`) exists
+    (:func:`~estimator.core.layout_rules.pipeline_ends_absorb`)."""
     limit = min(num_layers, gpus)
     found = {d for n in range(num_layers, num_layers + 3) for d in _divisors(n, limit)}
-    return sorted(p for p in found | set(_powers_of_two(limit)) if _ends_absorb(num_layers, p))
-
-
-def _ends_absorb(num_layers: int, pp: int) -> bool:
-    """Whether the d = p k - l missing layers fit on the first and last stages, each keeping
-    at least one layer (memory.pipeline_split's split is then exact)."""
-    per_stage = -(-num_layers // pp)
-    return pp * per_stage - num_layers <= 2 * (per_stage - 1) or pp == 1
+    sizes = np.asarray(sorted(found | set(_powers_of_two(limit).tolist())), dtype=np.int64)
+    return sizes[rules.pipeline_ends_absorb(num_layers, sizes)]
 
 
 def _virtual_candidates(num_layers: int) -> list[int]:
@@ -124,29 +120,64 @@ def _virtual_candidates(num_layers: int) -> list[int]:
     return sorted({d for n in range(num_layers, num_layers + 3) for d in _divisors(n, n)})
 
 
+def _ep_candidates(num_experts: int, gpus: int) -> IntArray:
+    sizes = np.arange(1, min(num_experts, gpus) + 1, dtype=np.int64)
+    return sizes[rules.ep_divides_experts(num_experts, sizes)]
+
+
+def _within_profile(profile: FrameworkProfile, axis: str, sizes: Any) -> IntArray:
+    """The candidate ``sizes`` of ``axis`` that the framework runs."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    return sizes[rules.framework_runs_axis(profile, axis, sizes)]
+
+
 def grid_axes(scenario: Scenario) -> dict[str, IntArray]:
-    """Per-axis candidate values of the search grid (see the module docstring), within what
-    the scenario's framework profile runs (:mod:`estimator.core.frameworks`)."""
-    md, gpus = scenario.model, scenario.cluster.num_gpus
-    experts = md.moe.num_experts if md.moe is not None else 1
+    """Per-axis candidate values of the search grid, within what the scenario's framework
+    profile runs (:mod:`estimator.core.frameworks`).
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A validated scenario (its ``parallelism`` is ignored).
+
+    Returns
+    -------
+    dict of str to array of int
+        The candidates of each of :data:`AXES`, each filtered by the rules of
+        :mod:`estimator.core.layout_rules` that involve that axis alone (see the module
+        docstring).
+    """
+    model, gpus = scenario.model, scenario.cluster.num_gpus
+    experts = model.moe.num_experts if model.moe is not None else 1
     profile = profile_for(scenario.framework, scenario.cluster.spec.family)
     axes = {
-        "tp": _tp_candidates(scenario) if profile.tensor_parallel else [1],
-        "pp": _pp_candidates(md.num_layers, gpus) if profile.pipeline_parallel else [1],
-        "cp": _cp_candidates(scenario) if profile.context_parallel else [1],
-        "ep": _divisors(experts, gpus) if profile.expert_parallel else [1],
+        "tp": _within_profile(profile, "tp", _tp_candidates(scenario)),
+        "pp": _within_profile(profile, "pp", _pp_candidates(model.num_layers, gpus)),
+        "cp": _within_profile(profile, "cp", _cp_candidates(scenario)),
+        "ep": _within_profile(profile, "ep", _ep_candidates(experts, gpus)),
         "micro_batch_size": _divisors(scenario.training.global_batch_size, 1 << 40),
         "zero_stage": list(profile.zero_stages),
         "recompute": [RECOMPUTE_CODES[m] for m in RECOMPUTE_MODES if m in profile.recompute],
-        "virtual_stages": (
-            _virtual_candidates(md.num_layers) if profile.interleaved_schedule else [1]
+        "virtual_stages": _within_profile(
+            profile, "virtual_stages", _virtual_candidates(model.num_layers)
         ),
     }
     return {name: np.asarray(values, dtype=np.int64) for name, values in axes.items()}
 
 
 def grid_size(scenario: Scenario) -> int:
-    """Number of layouts in the whole grid (``layouts_considered`` of :func:`search`)."""
+    """Number of layouts in the whole grid (``layouts_considered`` of :func:`search`).
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A validated scenario.
+
+    Returns
+    -------
+    int
+        The product of the candidate counts of every axis of :func:`grid_axes`.
+    """
     return int(np.prod([len(v) for v in grid_axes(scenario).values()]))
 
 
@@ -165,29 +196,28 @@ def _decode(axes: dict[str, IntArray], flat: IntArray) -> dict[str, IntArray]:
     return {name: axes[name][pos] for name, pos in zip(AXES, positions, strict=True)}
 
 
-def _structural_reasons(scenario: Scenario, col: dict[str, IntArray]) -> IntArray:
+def _structural_reasons(scenario: Scenario, columns: dict[str, IntArray]) -> IntArray:
     """Index into REJECTION_REASONS of the first rule each layout breaks; -1 when none."""
     gpus, batch = scenario.cluster.num_gpus, scenario.training.global_batch_size
-    model_parallel = col["tp"] * col["pp"] * col["cp"]
-    dp = np.maximum(gpus // model_parallel, 1)
-    m = -(-batch // (dp * col["micro_batch_size"]))
-    v, pp, layers = col["virtual_stages"], col["pp"], scenario.model.num_layers
-    per_stage = -(-layers // pp)
-    interleaved = v > 1
-    # Interleaving splits each stage's k layers into v equal chunks; the ends may lack at
-    # most the two layer slots the embedding and the loss take (Megatron-LM's
-    # --account-for-embedding/loss-in-pipeline-split).
-    schedule_bad = interleaved & ((pp == 1) | (per_stage % v != 0) | (pp * per_stage - layers > 2))
-    schedule_bad |= interleaved & (m % pp != 0)
-    rules = [
-        gpus % model_parallel != 0,
-        (dp * col["cp"]) % col["ep"] != 0,
-        batch % (dp * col["micro_batch_size"]) != 0,
-        schedule_bad,
+    tp, pp, cp, virtual = columns["tp"], columns["pp"], columns["cp"], columns["virtual_stages"]
+    micro_batch = columns["micro_batch_size"]
+    # dp >= 1 keeps the later rules free of divisions by zero where tp pp cp > gpus.
+    dp = np.maximum(rules.data_parallel_size(gpus, tp, pp, cp), 1)
+    micro_batches = rules.micro_batches_per_step(batch, dp, micro_batch)
+    schedule = (
+        rules.interleaving_has_pipeline(pp, virtual)
+        & rules.interleaved_chunks_even(scenario.model.num_layers, pp, virtual)
+        & rules.interleaved_micro_batches_divide(micro_batches, pp, virtual)
+    )
+    rules_kept = [
+        rules.fills_devices(gpus, tp, pp, dp, cp),
+        rules.ep_divides_data(dp, cp, columns["ep"]),
+        rules.batch_divides(batch, dp, micro_batch),
+        schedule,
     ]
-    reason = np.full(model_parallel.shape, -1, dtype=np.int64)
-    for code in range(len(rules) - 1, -1, -1):
-        reason = np.where(rules[code], code, reason)
+    reason = np.full(tp.shape, -1, dtype=np.int64)
+    for code in range(len(rules_kept) - 1, -1, -1):
+        reason = np.where(rules_kept[code], reason, code)
     return reason
 
 
@@ -200,30 +230,55 @@ def _structural_slice(scenario: Scenario, start: int, stop: int) -> _Slice:
     rejected = {name: int(c) for name, c in zip(REJECTION_REASONS, counts, strict=True)}
     keep = reason < 0
     kept = {name: values[keep] for name, values in columns.items()}
-    kept["dp"] = scenario.cluster.num_gpus // (kept["tp"] * kept["pp"] * kept["cp"])
+    dp = rules.data_parallel_size(scenario.cluster.num_gpus, kept["tp"], kept["pp"], kept["cp"])
+    kept["dp"] = np.asarray(dp, dtype=np.int64)
     return _Slice(flat[keep], kept, rejected)
 
 
 def layouts_from_columns(columns: Mapping[str, IntArray]) -> Layouts:
-    """The :class:`Layouts` of integer grid columns (sequence parallel whenever tp > 1)."""
-    c = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
+    """The :class:`Layouts` of integer grid columns (sequence parallel whenever tp > 1).
+
+    Parameters
+    ----------
+    columns : dict of str to array of int
+        One array per name of :data:`AXES`, plus ``dp``, one entry per layout.
+
+    Returns
+    -------
+    Layouts
+        The same layouts as float arrays, for :func:`~estimator.core.layout.evaluate_layouts`.
+    """
+    floats = {name: np.asarray(values, dtype=np.float64) for name, values in columns.items()}
     return Layouts.from_arrays(
-        tp=c["tp"],
-        pp=c["pp"],
-        dp=c["dp"],
-        cp=c["cp"],
-        ep=c["ep"],
-        micro_batch_size=c["micro_batch_size"],
-        zero_stage=c["zero_stage"],
-        recompute=c["recompute"],
-        sequence_parallel=c["tp"] > 1,
-        virtual_stages=c["virtual_stages"],
+        tp=floats["tp"],
+        pp=floats["pp"],
+        dp=floats["dp"],
+        cp=floats["cp"],
+        ep=floats["ep"],
+        micro_batch_size=floats["micro_batch_size"],
+        zero_stage=floats["zero_stage"],
+        recompute=floats["recompute"],
+        sequence_parallel=floats["tp"] > 1,
+        virtual_stages=floats["virtual_stages"],
         activation_offload=0.0,
     )
 
 
 def layout_config(columns: Mapping[str, IntArray], row: int) -> ParallelismConfig:
-    """Row ``row`` of the grid columns as an explicit :class:`ParallelismConfig`."""
+    """Row ``row`` of the grid columns as an explicit :class:`ParallelismConfig`.
+
+    Parameters
+    ----------
+    columns : dict of str to array of int
+        One array per name of :data:`AXES`, plus ``dp``.
+    row : int
+        The layout's index in the arrays.
+
+    Returns
+    -------
+    ParallelismConfig
+        The layout, interleaved when it has more than one virtual stage.
+    """
     value = {name: int(columns[name][row]) for name in (*AXES, "dp")}
     return ParallelismConfig(
         tp=value["tp"],
@@ -248,25 +303,29 @@ class _Evaluated:
     total_memory: npt.NDArray[np.float64]
 
 
-def _evaluate(w: Workload, columns: Mapping[str, IntArray]) -> _Evaluated:
+def _evaluate(workload: Workload, columns: Mapping[str, IntArray]) -> _Evaluated:
     count = len(columns["tp"])
     per_token, memory = np.empty(count), np.empty(count)
     for start in range(0, count, CHUNK_LAYOUTS):
         part = {k: v[start : start + CHUNK_LAYOUTS] for k, v in columns.items()}
         with np.errstate(all="ignore"):
-            r = evaluate_layouts(w, layouts_from_columns(part))
+            results = evaluate_layouts(workload, layouts_from_columns(part))
         stop = start + len(part["tp"])
-        per_token[start:stop] = r.step_time / r.tokens_per_step
-        memory[start:stop] = r.total_memory
+        per_token[start:stop] = results.step_time / results.tokens_per_step
+        memory[start:stop] = results.total_memory
     return _Evaluated(per_token, memory)
 
 
 def _rank_key(result: Mapping[str, Any], objective: str) -> tuple[Any, ...]:
     """Sort key of an estimate output: the objective, then the layout (for stable ties)."""
-    p = result["parallelism"]
+    parallelism = result["parallelism"]
     figure = result["training_days"] if objective == "time" else result["gpu_hours"]
-    layout = tuple(p[k] for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch_size"))
-    extra = (p["zero_stage"], RECOMPUTE_CODES[p["recompute"]], p["virtual_stages"])
+    layout = tuple(parallelism[k] for k in ("tp", "pp", "dp", "cp", "ep", "micro_batch_size"))
+    extra = (
+        parallelism["zero_stage"],
+        RECOMPUTE_CODES[parallelism["recompute"]],
+        parallelism["virtual_stages"],
+    )
     return (figure, *layout, *extra)
 
 
@@ -341,7 +400,7 @@ def _concat(pieces: list[dict[str, IntArray]]) -> dict[str, IntArray]:
     return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
 
 
-def _scan(w: Workload, scenario: Scenario, start: int, stop: int, keep: int) -> _Scan:
+def _scan(workload: Workload, scenario: Scenario, start: int, stop: int, keep: int) -> _Scan:
     """Evaluate grid indices [start, stop) block by block, so memory stays bounded."""
     rejected, fitting, valid = dict.fromkeys(REJECTION_REASONS, 0), 0, 0
     pools: list[dict[str, IntArray]] = []
@@ -351,8 +410,8 @@ def _scan(w: Workload, scenario: Scenario, start: int, stop: int, keep: int) -> 
     for low in range(start, max(stop, start + 1), BLOCK_LAYOUTS):
         part = _structural_slice(scenario, low, min(stop, low + BLOCK_LAYOUTS))
         columns = {**part.columns, "flat": part.flat_index}
-        evaluated = _evaluate(w, part.columns)
-        fits = evaluated.total_memory <= w.usable_memory
+        evaluated = _evaluate(workload, part.columns)
+        fits = evaluated.total_memory <= workload.usable_memory
         for reason, count in part.rejected.items():
             rejected[reason] += count
         rejected["does_not_fit"] += int(np.count_nonzero(~fits))
@@ -373,10 +432,10 @@ def _scan(w: Workload, scenario: Scenario, start: int, stop: int, keep: int) -> 
 def _search_range(request: _Request, start: int, stop: int) -> dict[str, Any]:
     began = time.perf_counter()
     scenario = request.scenario
-    w = build_workload(scenario)
-    scan = _scan(w, scenario, start, stop, request.top_k + _SLACK)
+    workload = build_workload(scenario)
+    scan = _scan(workload, scenario, start, stop, request.top_k + _SLACK)
     results = _estimate_rows(scenario, scan.best, np.arange(len(scan.best["flat"])))
-    results.sort(key=lambda r: _rank_key(r, request.objective))
+    results.sort(key=lambda result: _rank_key(result, request.objective))
     out: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "objective": request.objective,
@@ -389,23 +448,24 @@ def _search_range(request: _Request, start: int, stop: int) -> dict[str, Any]:
         ),
     }
     if not out["results"]:
-        out["reason"] = _no_layout_reason(w, scan, stop - start)
+        out["reason"] = _no_layout_reason(workload, scan, stop - start)
     out["seconds"] = time.perf_counter() - began
     return out
 
 
-def _no_layout_reason(w: Workload, scan: _Scan, considered: int) -> str:
+def _no_layout_reason(workload: Workload, scan: _Scan, considered: int) -> str:
     if considered == 0:
         return "the grid is empty"
     if scan.valid == 0:
         return (
-            f"no layout of {w.num_gpus} devices divides the model and the global batch "
-            f"of {w.global_batch_size} sequences"
+            f"no layout of {workload.num_gpus} devices divides the model and the global batch "
+            f"of {workload.global_batch_size} sequences"
         )
     return (
         f"no layout fits in memory: the leanest needs {scan.leanest_memory / GIB:,.0f} GiB "
-        f"per device, {w.spec.id} has {w.spec.memory_gib:g} GiB of which {w.framework.name} "
-        f"runs use {w.usable_memory / GIB:,.0f} GiB; use more or larger devices"
+        f"per device, {workload.spec.id} has {workload.spec.memory_gib:g} GiB of which "
+        f"{workload.framework.name} runs use {workload.usable_memory / GIB:,.0f} GiB; "
+        "use more or larger devices"
     )
 
 
@@ -420,6 +480,29 @@ def search_chunk(
 
     Slices are independent (for fan-out to workers) and :func:`merge_search_results` of
     all of them equals :func:`search` (``seconds`` aside).
+
+    Parameters
+    ----------
+    scenario : dict or Scenario
+        A scenario in the contract's format, or a validated :class:`Scenario`.
+    chunk_index : int
+        Which slice, 0 to ``num_chunks`` - 1.
+    num_chunks : int
+        How many equal slices the grid is cut into.
+    top_k : int
+        How many layouts to return.
+    objective : {"time", "cost"}
+        Rank by training days, or by GPU hours (needs a price).
+
+    Returns
+    -------
+    dict
+        The contract's ``search`` output for the slice.
+
+    Raises
+    ------
+    ScenarioError
+        For an invalid scenario, ``chunk_index``, ``top_k`` or ``objective``.
     """
     if not 0 <= chunk_index < num_chunks:
         raise ScenarioError("chunk_index", f"must be in [0, {num_chunks}), got {chunk_index}")
@@ -430,14 +513,29 @@ def search_chunk(
 
 
 def merge_search_results(parts: list[dict[str, Any]], top_k: int = 5) -> dict[str, Any]:
-    """Combine :func:`search_chunk` outputs of one scenario and objective into one."""
+    """Combine :func:`search_chunk` outputs of one scenario and objective into one.
+
+    Parameters
+    ----------
+    parts : list of dict
+        The outputs of every slice.
+    top_k : int
+        How many layouts to keep.
+
+    Returns
+    -------
+    dict
+        The contract's ``search`` output: counts summed, the ``top_k`` best results, and
+        a ``reason`` when no slice found a layout.
+    """
     objective = parts[0]["objective"] if parts else "time"
     rejected = dict.fromkeys(REJECTION_REASONS, 0)
     for part in parts:
         for reason, count in part["rejected"].items():
             rejected[reason] = rejected.get(reason, 0) + count
     results = sorted(
-        (r for part in parts for r in part["results"]), key=lambda r: _rank_key(r, objective)
+        (result for part in parts for result in part["results"]),
+        key=lambda result: _rank_key(result, objective),
     )
     merged: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
@@ -510,19 +608,36 @@ def estimate_auto(scenario: Scenario, price: float | None = None) -> dict[str, A
     """``estimate`` for ``parallelism: "auto"``: the fastest layout that fits.
 
     When none fits, the structurally valid layout that needs the least memory is returned
-    (``fits_in_memory`` false, with the search's reason as a warning); when no layout
-    divides the cluster at all, ScenarioError names ``parallelism``.
+    (``fits_in_memory`` false, with the search's reason as a warning).
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A validated scenario whose ``parallelism`` is None.
+    price : float, optional
+        ``cost.price_per_gpu_hour``, which prices the result. [currency/h]
+
+    Returns
+    -------
+    dict
+        The contract's ``estimate`` output of the chosen layout, with ``alternatives``
+        (the runners-up) when a layout fits.
+
+    Raises
+    ------
+    ScenarioError
+        Naming ``parallelism`` when no layout divides the cluster at all.
     """
-    w = build_workload(scenario)
-    scan = _scan(w, scenario, 0, grid_size(scenario), ALTERNATIVE_POOL)
+    workload = build_workload(scenario)
+    scan = _scan(workload, scenario, 0, grid_size(scenario), ALTERNATIVE_POOL)
     if scan.fitting:
         rows = _distinct_rows(scan.best, 1 + _SLACK, ALTERNATIVES)
         results = _estimate_rows(scenario, scan.best, rows)
-        results.sort(key=lambda r: _rank_key(r, "time"))
+        results.sort(key=lambda result: _rank_key(result, "time"))
         best = _with_cost(results[0], price)
         best["alternatives"] = alternatives(best, results[1:], ALTERNATIVES)
         return best
-    reason = _no_layout_reason(w, scan, grid_size(scenario))
+    reason = _no_layout_reason(workload, scan, grid_size(scenario))
     if scan.valid == 0:
         raise ScenarioError("parallelism", reason)
     best = _estimate_rows(scenario, scan.leanest, np.arange(1))[0]

@@ -11,6 +11,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from estimator.core import layout_rules as rules
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
 from estimator.core.frameworks import PROFILES, FrameworkProfile, profile_for
@@ -35,8 +36,8 @@ from estimator.core.scenario import (
     Scenario,
     TrainingConfig,
 )
+from estimator.core.workload import TPU_FAMILY
 
-TPU_FAMILY = "google-tpu"
 _MISSING: Any = object()
 #: Upper bound for any integer field, far above any real model or cluster.
 MAX_INTEGER = 2**40
@@ -154,24 +155,24 @@ def _moe(data: Any, num_layers: int) -> MoEConfig | None:
 
 
 def _model(data: Any) -> ModelConfig:
-    s = _Section(data, "model", MODEL_KEYS)
-    hidden, heads = s.integer("hidden_size"), s.integer("num_attention_heads")
-    layers = s.integer("num_layers")
+    section = _Section(data, "model", MODEL_KEYS)
+    hidden, heads = section.integer("hidden_size"), section.integer("num_attention_heads")
+    layers = section.integer("num_layers")
     model = ModelConfig(
-        name=s.text("name", ""),
+        name=section.text("name", ""),
         num_layers=layers,
         hidden_size=hidden,
         num_attention_heads=heads,
-        num_kv_heads=s.integer("num_kv_heads", heads),
-        ffn_hidden_size=s.integer("ffn_hidden_size", 4 * hidden),
-        gated_mlp=s.boolean("gated_mlp", False),
-        vocab_size=s.integer("vocab_size"),
-        seq_len=s.integer("seq_len"),
-        tied_embeddings=s.boolean("tied_embeddings", False),
-        moe=_moe(s.raw("moe", None), layers),
-        head_dim=s.integer("head_dim") if s.raw("head_dim", None) is not None else 0,
+        num_kv_heads=section.integer("num_kv_heads", heads),
+        ffn_hidden_size=section.integer("ffn_hidden_size", 4 * hidden),
+        gated_mlp=section.boolean("gated_mlp", False),
+        vocab_size=section.integer("vocab_size"),
+        seq_len=section.integer("seq_len"),
+        tied_embeddings=section.boolean("tied_embeddings", False),
+        moe=_moe(section.raw("moe", None), layers),
+        head_dim=section.integer("head_dim") if section.raw("head_dim", None) is not None else 0,
     )
-    _check_heads(model, explicit_head_dim=s.raw("head_dim", None) is not None)
+    _check_heads(model, explicit_head_dim=section.raw("head_dim", None) is not None)
     return model
 
 
@@ -193,16 +194,16 @@ def _check_heads(model: ModelConfig, explicit_head_dim: bool) -> None:
 
 
 def _training(data: Any, spec: AcceleratorSpec, model: ModelConfig) -> TrainingConfig:
-    s = _Section(data, "training", TRAINING_KEYS)
+    section = _Section(data, "training", TRAINING_KEYS)
     training = TrainingConfig(
-        tokens=s.number("tokens", low=1.0, high=1e18),
-        global_batch_size=s.integer("global_batch_size"),
-        precision=s.choice("precision", TRAINING_PRECISIONS),
-        fp8_recipe=s.choice("fp8_recipe", FP8_RECIPES, "tensorwise"),
-        offload=s.choice("offload", OFFLOAD_MODES, "none"),
-        method=_method(s.raw("method", {"type": "full"}), model),
-        optimizer=s.choice("optimizer", OPTIMIZERS, "adamw"),
-        master_weights=s.boolean("master_weights", True),
+        tokens=section.number("tokens", low=1.0, high=1e18),
+        global_batch_size=section.integer("global_batch_size"),
+        precision=section.choice("precision", TRAINING_PRECISIONS),
+        fp8_recipe=section.choice("fp8_recipe", FP8_RECIPES, "tensorwise"),
+        offload=section.choice("offload", OFFLOAD_MODES, "none"),
+        method=_method(section.raw("method", {"type": "full"}), model),
+        optimizer=section.choice("optimizer", OPTIMIZERS, "adamw"),
+        master_weights=section.boolean("master_weights", True),
     )
     if not training.master_weights and training.precision in ("fp32", "tf32"):
         raise ScenarioError(
@@ -232,23 +233,24 @@ MAX_LORA_RANK = 4096
 
 def _method(data: Any, model: ModelConfig) -> MethodConfig:
     """``training.method``: full training (optionally with frozen parts), LoRA or QLoRA."""
-    s = _Section(data, "training.method", METHOD_KEYS)
-    kind = s.choice("type", METHOD_TYPES, "full")
+    section = _Section(data, "training.method", METHOD_KEYS)
+    kind = section.choice("type", METHOD_TYPES, "full")
     if kind == "full":
         for key in ("rank", "targets", "dropout"):
-            if key in s.data:
-                raise ScenarioError(s.key(key), "applies to 'lora' and 'qlora' only")
+            if key in section.data:
+                raise ScenarioError(section.key(key), "applies to 'lora' and 'qlora' only")
         return MethodConfig(
             type="full",
-            frozen_layers=s.integer("frozen_layers", 0, minimum=0, maximum=model.num_layers),
-            frozen_embeddings=s.boolean("frozen_embeddings", False),
+            frozen_layers=section.integer("frozen_layers", 0, minimum=0, maximum=model.num_layers),
+            frozen_embeddings=section.boolean("frozen_embeddings", False),
         )
     for key in ("frozen_layers", "frozen_embeddings"):
-        if key in s.data:
+        if key in section.data:
             raise ScenarioError(
-                s.key(key), f"applies to full training; {kind} already freezes every base weight"
+                section.key(key),
+                f"applies to full training; {kind} already freezes every base weight",
             )
-    targets = s.raw("targets", list(DEFAULT_LORA_TARGETS))
+    targets = section.raw("targets", list(DEFAULT_LORA_TARGETS))
     if (
         not isinstance(targets, list)
         or not targets
@@ -256,28 +258,31 @@ def _method(data: Any, model: ModelConfig) -> MethodConfig:
         or len(set(targets)) != len(targets)
     ):
         raise ScenarioError(
-            s.key("targets"),
+            section.key("targets"),
             f"must be a non-empty list of distinct values from {LORA_TARGETS}, got "
             f"{_show(targets)}",
         )
-    rank = s.integer("rank", 16, maximum=MAX_LORA_RANK)
+    rank = section.integer("rank", 16, maximum=MAX_LORA_RANK)
     if rank > model.hidden_size:
         raise ScenarioError(
-            s.key("rank"), f"must not exceed model.hidden_size = {model.hidden_size}, got {rank}"
+            section.key("rank"),
+            f"must not exceed model.hidden_size = {model.hidden_size}, got {rank}",
         )
     if "gate_proj" in targets and not model.gated_mlp:
-        raise ScenarioError(s.key("targets"), "'gate_proj' needs a gated MLP (model.gated_mlp)")
+        raise ScenarioError(
+            section.key("targets"), "'gate_proj' needs a gated MLP (model.gated_mlp)"
+        )
     return MethodConfig(
         type=kind,
         rank=rank,
         targets=tuple(t for t in LORA_TARGETS if t in targets),
-        dropout=s.number("dropout", 0.0, low=0.0, high=0.9),
+        dropout=section.number("dropout", 0.0, low=0.0, high=0.9),
     )
 
 
-def _accelerator(s: _Section) -> AcceleratorSpec:
-    accelerator = s.text("accelerator")
-    overrides = s.raw("accelerator_spec", {})
+def _accelerator(section: _Section) -> AcceleratorSpec:
+    accelerator = section.text("accelerator")
+    overrides = section.raw("accelerator_spec", {})
     if not isinstance(overrides, Mapping):
         raise ScenarioError(
             "cluster.accelerator_spec", f"must be an object, got {_show(overrides)}"
@@ -294,14 +299,14 @@ def _accelerator(s: _Section) -> AcceleratorSpec:
 
 
 def _cluster(data: Any) -> ClusterConfig:
-    s = _Section(data, "cluster", CLUSTER_KEYS)
-    spec = _accelerator(s)
+    section = _Section(data, "cluster", CLUSTER_KEYS)
+    spec = _accelerator(section)
     cluster = ClusterConfig(
         accelerator=spec.id,
-        num_gpus=s.integer("num_gpus", maximum=MAX_DEVICES),
-        gpus_per_node=s.integer("gpus_per_node", spec.devices_per_node),
+        num_gpus=section.integer("num_gpus", maximum=MAX_DEVICES),
+        gpus_per_node=section.integer("gpus_per_node", spec.devices_per_node),
         spec=spec,
-        num_slices=s.integer("num_slices", 1),
+        num_slices=section.integer("num_slices", 1),
     )
     if cluster.num_slices > 1 and spec.family != TPU_FAMILY:
         raise ScenarioError(
@@ -320,22 +325,22 @@ def _parallelism(data: Any) -> ParallelismConfig | None:
         return None
     if not isinstance(data, Mapping):
         raise ScenarioError("parallelism", f'must be an object or "auto", got {_show(data)}')
-    s = _Section(data, "parallelism", PARALLELISM_KEYS)
-    tp = s.integer("tp")
-    schedule = s.choice("pipeline_schedule", PIPELINE_SCHEDULES, "1f1b")
+    section = _Section(data, "parallelism", PARALLELISM_KEYS)
+    tp = section.integer("tp")
+    schedule = section.choice("pipeline_schedule", PIPELINE_SCHEDULES, "1f1b")
     layout = ParallelismConfig(
         tp=tp,
-        pp=s.integer("pp"),
-        dp=s.integer("dp"),
-        cp=s.integer("cp", 1),
-        ep=s.integer("ep", 1),
-        micro_batch_size=s.integer("micro_batch_size"),
-        zero_stage=s.integer("zero_stage", minimum=0),
-        recompute=s.choice("recompute", RECOMPUTE_MODES),
-        sequence_parallel=s.boolean("sequence_parallel", tp > 1),
+        pp=section.integer("pp"),
+        dp=section.integer("dp"),
+        cp=section.integer("cp", 1),
+        ep=section.integer("ep", 1),
+        micro_batch_size=section.integer("micro_batch_size"),
+        zero_stage=section.integer("zero_stage", minimum=0),
+        recompute=section.choice("recompute", RECOMPUTE_MODES),
+        sequence_parallel=section.boolean("sequence_parallel", tp > 1),
         pipeline_schedule=schedule,
-        virtual_stages=s.integer("virtual_stages", 1),
-        activation_offload=s.boolean("activation_offload", False),
+        virtual_stages=section.integer("virtual_stages", 1),
+        activation_offload=section.boolean("activation_offload", False),
     )
     if layout.zero_stage > 3:
         raise ScenarioError(
@@ -349,25 +354,25 @@ def _parallelism(data: Any) -> ParallelismConfig | None:
 
 
 def _margins(data: Any) -> Margins:
-    s = _Section(data, "margins", ("framework_overhead", "network_jitter"))
+    section = _Section(data, "margins", ("framework_overhead", "network_jitter"))
     return Margins(
-        framework_overhead=s.number("framework_overhead", 0.10, low=0.0, high=10.0),
-        network_jitter=s.number("network_jitter", 0.05, low=0.0, high=10.0),
+        framework_overhead=section.number("framework_overhead", 0.10, low=0.0, high=10.0),
+        network_jitter=section.number("network_jitter", 0.05, low=0.0, high=10.0),
     )
 
 
 def _run(data: Any) -> RunSettings:
-    s = _Section(data, "run", ("capacity", "evaluation_fraction", "allocation_idle"))
+    section = _Section(data, "run", ("capacity", "evaluation_fraction", "allocation_idle"))
     return RunSettings(
-        capacity=s.choice("capacity", CAPACITY_CHOICES, "dedicated"),
+        capacity=section.choice("capacity", CAPACITY_CHOICES, "dedicated"),
         evaluation_fraction=(
-            s.number("evaluation_fraction", low=0.0, high=1.0)
-            if s.raw("evaluation_fraction", None) is not None
+            section.number("evaluation_fraction", low=0.0, high=1.0)
+            if section.raw("evaluation_fraction", None) is not None
             else None
         ),
         allocation_idle=(
-            s.number("allocation_idle", low=0.0, high=0.9)
-            if s.raw("allocation_idle", None) is not None
+            section.number("allocation_idle", low=0.0, high=0.9)
+            if section.raw("allocation_idle", None) is not None
             else None
         ),
     )
@@ -388,17 +393,46 @@ def price_per_gpu_hour(data: Any) -> float | None:
     """The optional ``cost.price_per_gpu_hour`` of a scenario dict (None when absent).
 
     Used by the layout search's ``"cost"`` objective; the amount is in the caller's currency.
+
+    Parameters
+    ----------
+    data : dict
+        A scenario in the contract's format (version 1).
+
+    Returns
+    -------
+    float or None
+        The price of one GPU-hour, in [0, 1e6]. [currency/h]
+
+    Raises
+    ------
+    ScenarioError
+        When ``cost`` or its price is malformed.
     """
     if not isinstance(data, Mapping) or data.get("cost") is None:
         return None
-    s = _Section(data["cost"], "cost", ("price_per_gpu_hour",))
-    if s.raw("price_per_gpu_hour", None) is None:
+    section = _Section(data["cost"], "cost", ("price_per_gpu_hour",))
+    if section.raw("price_per_gpu_hour", None) is None:
         return None
-    return s.number("price_per_gpu_hour", low=0.0, high=1e6)
+    return section.number("price_per_gpu_hour", low=0.0, high=1e6)
 
 
 def validate_scenario(data: Any) -> Scenario:
     """Check every field of a scenario dict and return the typed :class:`Scenario`.
+
+    The layout checks are the predicates of :mod:`estimator.core.layout_rules`
+    (:func:`check_layout`), which the layout search applies to its whole grid.
+
+    Parameters
+    ----------
+    data : dict
+        A scenario in the contract's format (version 1).
+
+    Returns
+    -------
+    Scenario
+        The typed scenario, its ``framework`` resolved to a profile that runs it and its
+        ``parallelism`` None for ``"auto"``.
 
     Raises
     ------
@@ -466,18 +500,27 @@ def _check_runs(scenario: Scenario, profile: FrameworkProfile) -> None:
 def check_framework(
     scenario: Scenario, layout: ParallelismConfig, profile: FrameworkProfile
 ) -> None:
-    """An explicit layout must be one the framework ``profile`` runs."""
+    """An explicit layout must be one the framework ``profile`` runs.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The validated scenario (kept for the signature the callers share).
+    layout : ParallelismConfig
+        The layout to check.
+    profile : FrameworkProfile
+        The framework the scenario runs on.
+
+    Raises
+    ------
+    ScenarioError
+        The first axis, schedule or ZeRO stage the framework does not run.
+    """
     name = f"framework {profile.id!r}"
-    axes = {
-        "tp": profile.tensor_parallel,
-        "pp": profile.pipeline_parallel,
-        "cp": profile.context_parallel,
-        "ep": profile.expert_parallel,
-    }
-    for axis, supported in axes.items():
-        if not supported and getattr(layout, axis) > 1:
+    for axis in ("tp", "pp", "cp", "ep"):
+        if not rules.framework_runs_axis(profile, axis, getattr(layout, axis)):
             _fail(f"parallelism.{axis}", f"{name} has no {axis} parallelism; use 1")
-    if layout.virtual_stages > 1 and not profile.interleaved_schedule:
+    if not rules.framework_runs_axis(profile, "virtual_stages", layout.virtual_stages):
         _fail("parallelism.pipeline_schedule", f"{name} runs only the 1f1b schedule")
     if layout.zero_stage not in profile.zero_stages:
         _fail(
@@ -512,13 +555,29 @@ def _fail(key: str, reason: str) -> None:
 
 
 def check_layout(scenario: Scenario, layout: ParallelismConfig) -> None:
-    """Cross-field checks of one explicit layout against the model and the cluster."""
-    product = layout.tp * layout.pp * layout.dp * layout.cp
-    if product != scenario.cluster.num_gpus:
+    """Cross-field checks of one explicit layout against the model and the cluster.
+
+    Each check is a predicate of :mod:`estimator.core.layout_rules`, the rules the layout
+    search applies to its whole grid.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The validated model, training and cluster sections.
+    layout : ParallelismConfig
+        The layout to check.
+
+    Raises
+    ------
+    ScenarioError
+        The first rule the layout breaks, naming the ``parallelism`` key.
+    """
+    num_gpus = scenario.cluster.num_gpus
+    if not rules.fills_devices(num_gpus, layout.tp, layout.pp, layout.dp, layout.cp):
+        product = layout.tp * layout.pp * layout.dp * layout.cp
         _fail(
             "parallelism",
-            f"tp * pp * dp * cp = {product} must equal cluster.num_gpus = "
-            f"{scenario.cluster.num_gpus}",
+            f"tp * pp * dp * cp = {product} must equal cluster.num_gpus = {num_gpus}",
         )
     _check_model_split(scenario.model, layout)
     _check_batch(scenario, layout)
@@ -526,25 +585,23 @@ def check_layout(scenario: Scenario, layout: ParallelismConfig) -> None:
 
 def _check_model_split(model: ModelConfig, layout: ParallelismConfig) -> None:
     heads, kv, tp = model.num_attention_heads, model.num_kv_heads, layout.tp
-    if heads % tp:
+    if not rules.tp_divides_heads(heads, tp):
         _fail("parallelism.tp", f"must divide model.num_attention_heads = {heads}, got {tp}")
-    if kv % tp and tp % kv:
+    if not rules.tp_fits_kv_heads(kv, tp):
         _fail(
             "parallelism.tp",
             f"must divide model.num_kv_heads = {kv} or be a multiple of it, got {tp}",
         )
-    stages = layout.pp * layout.virtual_stages
-    # Two more slots than layers: the embedding and the loss may take a chunk's place
-    # (memory.pipeline_split; Megatron-LM's --account-for-embedding/loss-in-pipeline-split).
-    if model.num_layers + 2 < stages or model.num_layers < layout.pp:
+    if not rules.pipeline_fits_layers(model.num_layers, layout.pp, layout.virtual_stages):
+        stages, extra = layout.pp * layout.virtual_stages, rules.EXTRA_PIPELINE_SLOTS
         _fail(
             "parallelism.pp",
-            f"pp * virtual_stages = {stages} exceeds model.num_layers + 2 = "
-            f"{model.num_layers + 2} (embedding and loss slots), or pp exceeds the layers",
+            f"pp * virtual_stages = {stages} exceeds model.num_layers + {extra} = "
+            f"{model.num_layers + extra} (embedding and loss slots), or pp exceeds the layers",
         )
-    if layout.virtual_stages > 1 and layout.pp == 1:
+    if not rules.interleaving_has_pipeline(layout.pp, layout.virtual_stages):
         _fail("parallelism.pipeline_schedule", "'interleaved' with virtual_stages > 1 needs pp > 1")
-    if model.seq_len % layout.cp:
+    if not rules.cp_divides_sequence(model.seq_len, layout.cp):
         _fail("parallelism.cp", f"must divide model.seq_len = {model.seq_len}, got {layout.cp}")
     _check_experts(model, layout)
 
@@ -554,19 +611,19 @@ def _check_experts(model: ModelConfig, layout: ParallelismConfig) -> None:
         return
     if model.moe is None:
         _fail("parallelism.ep", f"ep > 1 needs model.moe, got {layout.ep}")
-    elif model.moe.num_experts % layout.ep:
+    elif not rules.ep_divides_experts(model.moe.num_experts, layout.ep):
         _fail(
             "parallelism.ep",
             f"must divide model.moe.num_experts = {model.moe.num_experts}, got {layout.ep}",
         )
-    if (layout.dp * layout.cp) % layout.ep:
+    if not rules.ep_divides_data(layout.dp, layout.cp, layout.ep):
         _fail("parallelism.ep", f"must divide dp * cp = {layout.dp * layout.cp}, got {layout.ep}")
 
 
 def _check_batch(scenario: Scenario, layout: ParallelismConfig) -> None:
-    per_step = layout.dp * layout.micro_batch_size
     batch = scenario.training.global_batch_size
-    if per_step > batch:
+    if not rules.batch_holds_step(batch, layout.dp, layout.micro_batch_size):
+        per_step = layout.dp * layout.micro_batch_size
         _fail(
             "parallelism.micro_batch_size",
             f"dp * micro_batch_size = {per_step} exceeds training.global_batch_size = {batch}",

@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from estimator.core.constants import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from estimator.core.goodput import (
     FAILURES_PER_DEVICE_HOUR,
     RESTART_S,
@@ -41,7 +42,6 @@ from estimator.core.goodput import (
 )
 from estimator.core.scenario import RunSettings
 
-SECONDS_PER_HOUR = 3600.0
 #: Periodic evaluation (validation loss every few hundred steps, downstream benchmarks at
 #: checkpoints) as a share of training time: OLMo and Megatron-LM defaults evaluate on the
 #: order of 1 % of the tokens trained. [1]
@@ -107,6 +107,7 @@ class WholeRun:
 
     @property
     def training_days(self) -> float:
+        """Whole-run wall clock: the steady state plus every part. [days]"""
         return self.steady_state_days + sum(self.parts_days.values())
 
     @property
@@ -118,7 +119,7 @@ class WholeRun:
 def _interruption_overheads(
     work_s: float, checkpoint_s: float, restart_s: float, mtbf_s: float
 ) -> tuple[float, float]:
-    """(checkpoint-write share, failure share) of the work time under Young/Daly."""
+    """(checkpoint-write share, failure share) of the work time under Young/Daly. [1]"""
     tau = young_interval(checkpoint_s, mtbf_s)
     segment = expected_segment_time(tau, checkpoint_s, restart_s, mtbf_s)
     return checkpoint_s / tau, (segment - tau - checkpoint_s) / tau
@@ -144,12 +145,26 @@ def whole_run(
         Model parameters (checkpoint size). [parameters]
     num_devices, node_size : int
         Accelerators in the job, and per node (stragglers and spot reclaims are per node).
+        [devices]
     settings : RunSettings, optional
         The scenario's ``run`` object.
     failure_rate : float
         Interruptions per device-hour. [1/h]
     restart_s : float
         Time from an interruption to training again. [s]
+
+    Returns
+    -------
+    WholeRun
+        Steady-state and per-part days [days], the job's MTBF [h], interruptions per day
+        [1/day], checkpoint write time and interval [s] and the restart time [s].
+
+    References
+    ----------
+    Young 1974, "A first order approximation to the optimum checkpoint interval", CACM
+    17(9); Daly 2006, "A higher order estimate of the optimum checkpoint interval for
+    restart dumps", FGCS 22(3), eq. 6; Dubey et al. 2024, "The Llama 3 Herd of Models",
+    section 3.3.4 (interruption rate).
     """
     s = settings or RunSettings()
     evaluation = EVALUATION_FRACTION if s.evaluation_fraction is None else s.evaluation_fraction
@@ -176,12 +191,12 @@ def whole_run(
     }
     held = steady_state_s + sum(busy.values())
     busy["allocation_idle"] = held * idle / (1.0 - idle)
-    days = {k: v / 86400.0 for k, v in busy.items()}
+    days = {k: v / SECONDS_PER_DAY for k, v in busy.items()}
     return WholeRun(
-        steady_state_days=steady_state_s / 86400.0,
+        steady_state_days=steady_state_s / SECONDS_PER_DAY,
         parts_days={k: days[k] for k in PARTS},
         mtbf_hours=mtbf / SECONDS_PER_HOUR,
-        interruptions_per_day=86400.0 / mtbf,
+        interruptions_per_day=SECONDS_PER_DAY / mtbf,
         checkpoint_write_s=delta,
         checkpoint_interval_s=young_interval(delta, mtbf),
         restart_s=restart_s,

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable
+from typing import Any
 
+import numpy as np
 from numpy.testing import assert_allclose
 
 from estimator.core import goodput as g
+from estimator.core._types import FloatArray
 from estimator.core.estimate import estimate
 
 from .scenarios import LLAMA3_405B
@@ -53,3 +58,59 @@ def test_goodput_falls_with_scale() -> None:
     values = [g.goodput(70e9, n).goodput for n in (64, 1024, 16384, 131072)]
     assert values == sorted(values, reverse=True)
     assert values[-1] > 0
+
+
+def test_goodput_functions_return_python_floats_for_scalars() -> None:
+    result = g.goodput(70e9, 1024)
+    for value in (
+        g.mean_time_between_failures(1024),
+        g.checkpoint_write_time(70e9, 1024),
+        g.young_interval(10.0, 3600.0),
+        g.expected_segment_time(100.0, 5.0, 600.0, 3600.0),
+        result.goodput,
+        result.mtbf_s,
+        result.interruptions_per_day,
+    ):
+        assert type(value) is float
+
+
+def test_goodput_on_arrays_matches_goodput_on_each_scalar() -> None:
+    rng = np.random.default_rng(11)
+    parameters = rng.uniform(1e8, 1e12, 200)
+    devices = rng.integers(1, 100_000, 200).astype(np.float64)
+    restart = rng.uniform(0.0, 3600.0, 200)
+    rate = g.FAILURES_PER_DEVICE_HOUR * np.exp(0.5 * rng.standard_normal(200))
+    arrays = g.goodput(parameters, devices, restart, rate)
+    for i in range(200):
+        one = g.goodput(float(parameters[i]), float(devices[i]), float(restart[i]), float(rate[i]))
+        for field in dataclasses.fields(g.Goodput):
+            expected = getattr(one, field.name)
+            assert_allclose(np.asarray(getattr(arrays, field.name))[i], expected, rtol=1e-12)
+
+
+def test_goodput_formulas_on_arrays_match_each_scalar() -> None:
+    rng = np.random.default_rng(5)
+    work, checkpoint = rng.uniform(1.0, 1e4, 100), rng.uniform(0.1, 600.0, 100)
+    restart, mtbf = rng.uniform(0.0, 3600.0, 100), rng.uniform(60.0, 1e7, 100)
+    devices, rate = rng.uniform(1.0, 1e5, 100), rng.uniform(1e-7, 1e-3, 100)
+    cases: list[tuple[Callable[..., Any], tuple[FloatArray, ...]]] = [
+        (g.mean_time_between_failures, (devices, rate)),
+        (g.checkpoint_write_time, (work * 1e8, devices)),
+        (g.young_interval, (checkpoint, mtbf)),
+        (g.expected_segment_time, (work, checkpoint, restart, mtbf)),
+    ]
+    for formula, arguments in cases:
+        vectorised = np.asarray(formula(*arguments))
+        one_by_one = [formula(*(float(a[i]) for a in arguments)) for i in range(100)]
+        assert_allclose(vectorised, one_by_one, rtol=1e-12)
+
+
+def test_goodput_broadcasts_a_scalar_against_an_array() -> None:
+    sizes = np.array([64.0, 1024.0, 16384.0])
+    arrays = g.goodput(70e9, sizes)
+    assert_allclose(
+        np.asarray(arrays.goodput),
+        [float(g.goodput(70e9, float(n)).goodput) for n in sizes],
+        rtol=1e-12,
+    )
+    assert arrays.restart_s == g.RESTART_S

@@ -25,6 +25,7 @@ from estimator.core.montecarlo import (
     percentiles,
     split_step_time,
     step_time,
+    whole_run_factor,
 )
 from estimator.core.scenario import Margins
 from estimator.core.validation import validate_scenario
@@ -447,3 +448,27 @@ def test_monte_carlo_whole_run_spread_is_lognormal() -> None:
     assert_allclose(days["p50"], estimate(SMALL)["training_days"], rtol=0.02)
     speed = result["tokens_per_s_per_gpu"]  # the step is untouched
     assert speed["p10"] == speed["p90"]
+
+
+@pytest.mark.parametrize("capacity", ["dedicated", "spot"])
+def test_whole_run_factor_on_sample_arrays_is_whole_run_of_each_sample(capacity: str) -> None:
+    parsed = validate_scenario(scenario(GPT3_175B, run={"capacity": capacity}))
+    rng = np.random.default_rng(2)
+    steady = rng.uniform(1e5, 1e8, 300)
+    rate = FAILURES_PER_DEVICE_HOUR * np.exp(0.5 * rng.standard_normal(300))
+    restart = rng.uniform(0.0, 3600.0, 300)
+    factor = whole_run_factor(parsed, steady, 175e9, rate, restart)
+    one_by_one = [
+        whole_run(
+            float(t), 175e9, parsed.cluster.num_gpus, parsed.cluster.gpus_per_node, parsed.run,
+            failure_rate=float(f), restart_s=float(r),
+        ).training_days * 86400 / float(t)
+        for t, f, r in zip(steady, rate, restart, strict=True)
+    ]  # fmt: skip
+    assert_allclose(factor, one_by_one, rtol=1e-12)
+
+
+def test_monte_carlo_figures_do_not_depend_on_following_the_progress() -> None:
+    quiet = monte_carlo(GPT3_175B, seed=4, samples=2500)
+    followed = monte_carlo(GPT3_175B, seed=4, samples=2500, progress=lambda done: None)
+    assert quiet == followed
