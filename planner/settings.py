@@ -203,6 +203,10 @@ MAILERS = {
     }
 }
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "TrainPlan <trainplan@localhost>")
+# Where TrainPlan is reached from outside, for absolute links in e-mail (no trailing slash).
+SITE_URL = env_str("TRAINPLAN_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
+# A price book fetched longer ago than this is stale: budgets resting on it say so.
+PRICE_BOOK_STALE_DAYS = env_int("TRAINPLAN_PRICE_BOOK_STALE_DAYS", 90)
 
 # --- Security (production) ------------------------------------------------------------
 # Secure by default; the embedded default turns these off through DJANGO_DEBUG=1.
