@@ -1,7 +1,9 @@
 """Demo organisation, project and estimated scenarios, so the first page shows real numbers.
 
-The project trains Llama 3 70B on 2 T tokens and compares three ways to pay for it: A100s
-at GCP list price, H100s under the example vendor quote, and TPU v5p at GCP list price.
+The project trains Llama 3 70B on 2 T tokens and compares three ways to pay for it, like for
+like on clusters of the same size: 256 A100s at GCP list price, 256 H100s under the example
+vendor quote (which covers up to 256), and 256 TPU v5p chips at GCP list price. Each fits the
+model in its memory; only the H100s finish before the project's deadline.
 Idempotent: a second load adds nothing.
 """
 
@@ -26,18 +28,21 @@ from planner.services import (
     run_start,
     scenario_create,
 )
-from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_REFERENCE
+from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_COUNT, EXAMPLE_QUOTE_REFERENCE
 from pricing.models import PriceEntry, VendorQuote
 
 DEMO_ORGANISATION = "Acme AI Research"
 DEMO_PROJECT = "Llama 3 70B pre-training, 2T tokens"
 DEMO_SEED = 20261123
 TOKENS = 2e12
-#: (scenario name, accelerator, GPUs, price-book entry (provider, region) or None for the quote)
+#: One cluster size for every scenario, so the comparison is of the accelerators, not of how
+#: many there are: the example quote's count, which is also the most it covers.
+DEMO_CLUSTER_SIZE = EXAMPLE_QUOTE_COUNT
+#: (scenario name, accelerator, price-book entry (provider, region) or None for the quote)
 DEMO_SCENARIOS = (
-    ("A100 80GB at GCP list price", "A100-80GB-SXM", 1024, ("gcp", "us-central1")),
-    ("H100 under the example quote", "H100-SXM", 256, None),
-    ("TPU v5p at GCP list price", "TPU-v5p", 1024, ("gcp", "us-central1")),
+    ("A100 80GB at GCP list price", "A100-80GB-SXM", ("gcp", "us-central1")),
+    ("H100 under the example quote", "H100-SXM", None),
+    ("TPU v5p at GCP list price", "TPU-v5p", ("gcp", "us-central1")),
 )
 
 
@@ -83,7 +88,7 @@ def planner_demo_load() -> list[str]:
             currency="USD",
         )
         scenarios = []
-        for name, accelerator, gpus, where in DEMO_SCENARIOS:
+        for name, accelerator, where in DEMO_SCENARIOS:
             price = _price(accelerator, where)
             scenarios.append(
                 scenario_create(
@@ -92,7 +97,10 @@ def planner_demo_load() -> list[str]:
                     name=name,
                     model_preset="llama3-70b",
                     spec=preset_scenario(
-                        "llama3-70b", accelerator=accelerator, num_gpus=gpus, tokens=TOKENS
+                        "llama3-70b",
+                        accelerator=accelerator,
+                        num_gpus=DEMO_CLUSTER_SIZE,
+                        tokens=TOKENS,
                     ),
                     price_source="vendor_quote" if where is None else "price_entry",
                     price=price,

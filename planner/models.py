@@ -336,6 +336,11 @@ class BudgetRequest(models.Model):
     contingency = models.DecimalField(max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES)
     currency = models.CharField(max_length=3)
     justification = models.TextField()
+    override_reason = models.TextField(
+        blank=True,
+        help_text="Why the budget is requested although its run has a blocking warning "
+        "(it does not fit in memory)",
+    )
     state = models.CharField(
         max_length=20, choices=BudgetState.choices, default=BudgetState.DRAFT, editable=False
     )

@@ -2,7 +2,8 @@
 
 Sent with Django's configured mail backend (the console in development, SMTP in production;
 tests read ``django.core.mail.outbox``). Mail goes out only after the transaction that made the
-change commits, so nobody is told of a transition that was rolled back.
+change commits, so nobody is told of a transition that was rolled back. Links are absolute,
+on ``settings.SITE_URL``: a mail client has no page to resolve ``/budgets/1/`` against.
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ def _send(subject: str, body: str, recipients: list[str]) -> None:
         )
 
 
+def site_url(path: str) -> str:
+    """``path`` (``/budgets/1/``) as an address on the site users reach: ``SITE_URL`` + path."""
+    return f"{settings.SITE_URL.rstrip('/')}/{path.lstrip('/')}"
+
+
 def _summary(request: BudgetRequest) -> str:
     return (
         f"Project: {request.project.name}\n"
@@ -35,7 +41,7 @@ def _summary(request: BudgetRequest) -> str:
         f"Amount: {request.amount:,.2f} {request.currency} "
         f"({request.get_basis_display()}, contingency {request.contingency:,.2f})\n"
         f"Snapshot SHA-256: {request.snapshot_sha256 or '(not frozen yet)'}\n"
-        f"Open it: {request.get_absolute_url()}\n"
+        f"Open it: {site_url(request.get_absolute_url())}\n"
     )
 
 

@@ -2,8 +2,9 @@
 
 The one place that says which source a price record belongs to, the key a form or the
 capacity page names it by (``price_entry:12``), how it is described (its labels, accelerator,
-currency and price per GPU-hour) and what a budget snapshot freezes of it. The scenario form,
-the scenario services and views, the capacity planner and the API all call these.
+currency and price per GPU-hour, or per chip-hour for a TPU) and what a budget snapshot
+freezes of it. The scenario form, the scenario services and views, the capacity planner and
+the API all call these.
 
 It lives in the planner, not in ``pricing``: the three sources and their keys are the
 planner's vocabulary (:class:`~planner.models.PriceSource`, the scenario's price fields), and
@@ -74,10 +75,31 @@ def price_get(source: Any, pk: Any) -> PriceObject | None:
     return price
 
 
-def money_per_gpu_hour(amount: Decimal, currency: str) -> str:
-    """``3.43088125`` as ``3.4309 USD/GPU-h``, ``2.9500`` as ``2.95 USD/GPU-h``."""
+#: Families whose makers sell and price them per chip, not per GPU (Google TPU, AWS Trainium).
+CHIP_FAMILIES = frozenset({"google-tpu", "aws-trainium"})
+#: Families that are GPUs, by the prefix of their family in the catalog.
+GPU_FAMILY_PREFIXES = ("nvidia-", "amd-")
+
+
+def device_word(family: str | None) -> str:
+    """What one accelerator of ``family`` is called: ``GPU``, ``chip`` or ``accelerator``.
+
+    ``None`` (an on-prem profile for any accelerator) is a GPU: the on-prem cost model prices
+    GPU servers. A family the catalog does not know (a custom SKU's ``generic``, Gaudi) is
+    neither, so it reads ``accelerator``.
+    """
+    if family is None or family.startswith(GPU_FAMILY_PREFIXES):
+        return "GPU"
+    return "chip" if family in CHIP_FAMILIES else "accelerator"
+
+
+def money_per_gpu_hour(amount: Decimal, currency: str, device: str = "GPU") -> str:
+    """``3.43088125`` as ``3.4309 USD/GPU-h``, ``2.9500`` as ``2.95 USD/GPU-h``.
+
+    ``device`` names the accelerator (:func:`device_word`): ``4.2 USD/chip-h`` for a TPU.
+    """
     text = f"{amount:,.4f}"
-    return f"{text[:-2] if text.endswith('00') else text} {currency}/GPU-h"
+    return f"{text[:-2] if text.endswith('00') else text} {currency}/{device}-h"
 
 
 class PriceDescription[P: (PriceEntry, VendorQuote, OnPremProfile)](ABC):
@@ -119,13 +141,19 @@ class PriceDescription[P: (PriceEntry, VendorQuote, OnPremProfile)](ABC):
     def currency(self) -> str: ...
 
     @property
+    def device(self) -> str:
+        """What one accelerator priced is called (:func:`device_word`): ``GPU`` or ``chip``."""
+        accelerator = self.price.accelerator
+        return device_word(accelerator.family if accelerator else None)
+
+    @property
     @abstractmethod
     def price_per_gpu_hour(self) -> Decimal:
         """What one accelerator costs for one hour. [currency / h]"""
 
     def choice_label(self, on: date) -> str:
         """The text of the record in the scenario form's price list, on day ``on``."""
-        money = money_per_gpu_hour(self.price_per_gpu_hour, self.currency)
+        money = money_per_gpu_hour(self.price_per_gpu_hour, self.currency, self.device)
         return f"{money} · {self._choice_detail(on)}"
 
     @abstractmethod
@@ -138,8 +166,11 @@ class _EntryDescription(PriceDescription[PriceEntry]):
 
     @property
     def name(self) -> str:
+        # The instance type tells apart two entries of one provider, region and pricing type
+        # (AWS sells H100s by the 8-GPU p5.48xlarge and the one-GPU p5.4xlarge).
         entry = self.price
-        return f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}"
+        instance = f", {entry.instance_type}" if entry.instance_type else ""
+        return f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}{instance}"
 
     label = name
 
@@ -189,7 +220,8 @@ class _QuoteDescription(PriceDescription[VendorQuote]):
         quote = self.price
         state = "" if quote.validity_on(on) == "valid" else " — not valid today"
         return (
-            f"{quote.reference or quote.vendor[:40]} (up to {quote.accelerator_count} GPUs, "
+            f"{quote.reference or quote.vendor[:40]} (up to {quote.accelerator_count} "
+            f"{self.device}s, "
             f"until {quote.valid_until:%Y-%m-%d}) [{self.accelerator}]{state}"
         )
 
@@ -253,6 +285,7 @@ def _entry_record(entry: PriceEntry) -> dict[str, Any]:
         "accelerator": entry.accelerator.catalog_id, "pricing_type": entry.pricing_type,
         "price_per_accelerator_hour": str(entry.price_per_accelerator_hour),
         "instance_type": entry.instance_type, "source": entry.source,
+        "data_flag": entry.data_flag,
     }  # fmt: skip
 
 

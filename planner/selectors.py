@@ -83,6 +83,19 @@ def latest_successful_runs(scenarios: QuerySet[Scenario]) -> QuerySet[Estimation
     return EstimationRun.objects.filter(scenario__in=scenarios, pk=Subquery(latest))
 
 
+def scenarios_across_projects(user: Actor) -> list[Scenario]:
+    """Every scenario the user can see, by organisation, project and name, each with
+    ``latest_success`` (its latest successful run, or None): two queries."""
+    scenarios = scenarios_for(user).order_by(
+        "project__organisation__name", "project__name", "project_id", "name", "pk"
+    )
+    latest = {run.scenario_id: run for run in latest_successful_runs(scenarios)}
+    listed = list(scenarios)
+    for scenario in listed:
+        scenario.latest_success = latest.get(scenario.pk)  # type: ignore[attr-defined]
+    return listed
+
+
 @dataclass
 class ComparisonRow:
     """One scenario's figures from its latest successful run (None before it has one)."""

@@ -4,6 +4,12 @@ Everything comes from the request's frozen snapshot (a draft has none yet, so it
 preview built by the same function that freezes one): what finance signs is exactly what was
 submitted, whatever happened to prices or the estimator since. The PDF is the HTML template
 ``budgets/signoff_pdf.html`` rendered by WeasyPrint, with the charts as inline SVG.
+
+A pack finance can file: every warning of the request (those arisen since submission marked)
+and the override reason come first, then the price and where it comes from (its book, date
+and data-quality flag), the figures, and a block to sign. The XLSX and CSV share their
+headers and rounded values (:data:`KINDS` says how each kind of figure is rounded and
+formatted); the XLSX's Data sheet keeps the comparison's figures at full precision.
 """
 
 from __future__ import annotations
@@ -11,9 +17,12 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Mapping
-from decimal import Decimal
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -25,9 +34,11 @@ from planner.breakdowns import (
     whole_run_table,
 )
 from planner.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
-from planner.models import AuditEvent, BudgetRequest
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState, PriceSource
+from planner.services.budget_warnings import BLOCK, request_warnings
 from planner.services.budgets import snapshot_document
 from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars
+from pricing.models import PricingType
 
 #: Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
@@ -166,6 +177,47 @@ def signoff_context(request: BudgetRequest) -> dict[str, Any]:
     }
 
 
+def signoff_pack_context(request: BudgetRequest) -> dict[str, Any]:
+    """:func:`signoff_context` and what only the pack shows: every warning (those arisen since
+    submission marked), the override reason, the price's rows and the sign-off blocks."""
+    context = signoff_context(request)
+    document = context["snapshot"]
+    warnings = _pack_warnings(request, document)
+    context.update(
+        pack=True,
+        pack_warnings=warnings,
+        pack_blocking=any(warning.severity == BLOCK for warning in warnings),
+        warnings_checked_now="warnings" not in document,
+        override_reason=str(document.get("override_reason") or "").strip(),
+    )
+    context.update(
+        price_rows=[(label, cell_text(value, kind), kind)
+                    for label, value, kind in price_rows(document)],
+        signoff=_signoff_blocks(request, document, preview=context["is_preview"]),
+    )  # fmt: skip
+    return context
+
+
+def _signoff_blocks(
+    request: BudgetRequest, document: Mapping[str, Any], *, preview: bool
+) -> dict[str, Any]:
+    """The decisions on the snapshot's submission, and a blank block to sign for each
+    approval still needed while the request awaits them."""
+    if preview:
+        return {"preview": True, "decisions": [], "open": range(0)}
+    submission = int(document.get("submission") or 1)
+    decisions = list(
+        request.decisions.filter(submission=submission)
+        .select_related("approver")
+        .order_by("created_at", "pk")
+    )
+    approved = sum(d.decision == BudgetDecision.Decision.APPROVE for d in decisions)
+    waiting = request.state == BudgetState.SUBMITTED
+    needed = max(request.approvals_required - approved, 0) if waiting else 0
+    return {"preview": False, "submission": submission, "decisions": decisions,
+            "open": range(needed)}  # fmt: skip
+
+
 def signoff_pdf(request: BudgetRequest) -> bytes:
     """The sign-off pack as PDF (A4), rendered from ``budgets/signoff_pdf.html``."""
     try:
@@ -175,32 +227,199 @@ def signoff_pdf(request: BudgetRequest) -> bytes:
             "PDF export needs the Pango library (Debian: apt-get install libpango-1.0-0 "
             f"libpangoft2-1.0-0): {error}"
         ) from error
-    html = render_to_string("budgets/signoff_pdf.html", signoff_context(request))
+    html = render_to_string("budgets/signoff_pdf.html", signoff_pack_context(request))
     return bytes(HTML(string=html).write_pdf())
 
 
-def _summary_rows(context: dict[str, Any]) -> list[tuple[str, Any]]:
+# --- Cells: how each kind of figure is rounded and shown ----------------------------------------
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a kind of figure is rounded (``places``), formatted in the XLSX (``excel``) and
+    written as text in the PDF (``spec``, Python's format mini-language)."""
+
+    excel: str
+    places: int | None
+    spec: str
+
+
+TEXT, WARNING, BOOL, DATE, DATETIME = "text", "warning", "bool", "date", "datetime"
+KINDS: dict[str, Kind] = {
+    "id": Kind("0", 0, "d"),
+    "count": Kind("#,##0", 0, ",d"),
+    "money": Kind("#,##0.00", 2, ",.2f"),
+    "price": Kind("#,##0.0000", 4, ",.4f"),  # per accelerator-hour: the hundredth of a cent
+    "days": Kind("0.0", 1, ",.1f"),
+    "gpu_hours": Kind("#,##0", 0, ",d"),
+    "share": Kind("0.0%", 3, ".1%"),
+    "fine_share": Kind("0.00%", 4, ".2%"),  # a LoRA's trainable share is well under 1 %
+    "seconds": Kind("0.000", 3, ",.3f"),
+    "gib": Kind("#,##0.0", 1, ",.1f"),
+    DATE: Kind("yyyy-mm-dd", None, "%Y-%m-%d"),
+    DATETIME: Kind("yyyy-mm-dd hh:mm:ss", None, "%Y-%m-%d %H:%M:%S"),
+}
+#: The kind of each table column, by its header (a header means the same in every table).
+COLUMN_KINDS = {
+    "Run": "id", "GPUs": "count", "Cost P10": "money", "Cost P50": "money",
+    "Cost P90": "money", "Days P10": "days", "Days P50": "days", "Days P90": "days",
+    "GPU-hours P50": "gpu_hours", "Cost per M tokens": "money", "MFU": "share",
+    "Fits in memory": BOOL, "Chosen": BOOL, "Days": "days", "GPU-hours": "gpu_hours",
+    "Share of total": "share", "Share of margin-free step time": "share",
+    "Seconds per step": "seconds", "LoRA rank": "id", "Trainable parameters": "count",
+    "Trainable share": "fine_share", "Host memory per node (GiB)": "gib", "When": DATETIME,
+}  # fmt: skip
+NUMBER = int | float | Decimal
+
+
+def cell_value(value: Any, kind: str, *, rounded: bool = True) -> Any:
+    """``value`` as a cell holds it: rounded to its kind's places (a Decimal exactly, half
+    up), a time in local time without its zone (a spreadsheet has none) to the second."""
+    if isinstance(value, datetime):
+        local = timezone.localtime(value) if timezone.is_aware(value) else value
+        return local.replace(tzinfo=None, microsecond=0)
+    places = KINDS[kind].places if kind in KINDS else None
+    if isinstance(value, bool) or not isinstance(value, NUMBER) or places is None or not rounded:
+        return value
+    if isinstance(value, Decimal):
+        exact = value.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        return int(exact) if places == 0 else exact
+    return round(value) if places == 0 else round(float(value), places)
+
+
+def cell_text(value: Any, kind: str) -> str:
+    """``value`` as the PDF writes it: rounded, with thousands separators."""
+    shown = cell_value(value, kind)
+    if shown is None:
+        return ""
+    if isinstance(shown, bool):
+        return "yes" if shown else "no"
+    if isinstance(shown, date | NUMBER) and kind in KINDS:
+        return format(shown, KINDS[kind].spec)
+    return str(shown)
+
+
+# --- The summary: warnings, request, price, snapshot ---------------------------------------------
+
+Row = tuple[str, Any, str]  # label, value, kind
+
+
+@dataclass(frozen=True)
+class PackWarning:
+    """A warning as the pack shows it: kept in the snapshot, or arisen since submission."""
+
+    code: str
+    severity: str
+    message: str
+    since_submission: bool = False
+
+    @property
+    def label(self) -> str:
+        label = "Blocking warning" if self.severity == BLOCK else "Warning"
+        return f"{label} (since submission)" if self.since_submission else label
+
+
+def _pack_warnings(request: BudgetRequest, document: Mapping[str, Any]) -> list[PackWarning]:
+    found = request_warnings(request, document)
+    return [
+        *(PackWarning(w.code, w.severity, w.message) for w in found.shown),
+        *(PackWarning(w.code, w.severity, w.message, True) for w in found.since_submission),
+    ]
+
+
+def _warning_rows(context: Mapping[str, Any]) -> list[Row]:
+    warnings: list[PackWarning] = context["pack_warnings"]
+    blocking = sum(warning.severity == BLOCK for warning in warnings)
+    count = f"{len(warnings)} ({blocking} blocking)" if warnings else "none"
+    rows: list[Row] = [("Warnings", count, WARNING if warnings else TEXT)]
+    rows += [(w.label, w.message[:1].upper() + w.message[1:], WARNING) for w in warnings]
+    if context["warnings_checked_now"]:
+        rows.append(("Warnings checked", "at export: the snapshot predates kept warnings", TEXT))
+    if context["override_reason"]:
+        rows.append(("Override reason", context["override_reason"], WARNING))
+    return rows
+
+
+def _date(text: str | None) -> date | None:
+    """The local date of an ISO timestamp (or the date of an ISO date)."""
+    if not text:
+        return None
+    moment = datetime.fromisoformat(text)
+    return timezone.localdate(moment) if timezone.is_aware(moment) else moment.date()
+
+
+def price_rows(document: Mapping[str, Any]) -> list[Row]:
+    """What the budget's price is and where it comes from, as the snapshot keeps it."""
+    price, record = document.get("price") or {}, document.get("price_record") or {}
+    per_hour = price.get("price_per_gpu_hour") or record.get("price_per_accelerator_hour")
+    source = price.get("source")
+    rows: list[Row] = [
+        ("Price per accelerator-hour", Decimal(per_hour) if per_hour else None, "price"),
+        ("Price currency", price.get("currency") or record.get("currency"), TEXT),
+        ("Price source", PriceSource(source).label if source in PriceSource.values else "", TEXT),
+        ("Price", price.get("label"), TEXT),
+    ]
+    if source == PriceSource.PRICE_ENTRY:
+        return [*rows, *_entry_rows(record)]
+    if source == PriceSource.VENDOR_QUOTE:
+        return [*rows, *_quote_rows(record)]
+    return [*rows, ("On-prem profile", record.get("name"), TEXT)]
+
+
+def _quote_rows(record: Mapping[str, Any]) -> list[Row]:
+    return [
+        ("Vendor", record.get("vendor"), TEXT),
+        ("Quote reference", record.get("reference"), TEXT),
+        ("Quote valid from", _date(record.get("valid_from")), DATE),
+        ("Quote valid until", _date(record.get("valid_until")), DATE),
+    ]
+
+
+def _entry_rows(record: Mapping[str, Any]) -> list[Row]:
+    book, flag = record.get("book") or {}, record.get("data_flag")
+    pricing_type = record.get("pricing_type")
+    return [
+        ("Provider", record.get("provider"), TEXT),
+        ("Region", record.get("region"), TEXT),
+        ("Pricing type", PricingType(pricing_type).label if pricing_type in PricingType.values
+         else pricing_type, TEXT),
+        ("Instance type", record.get("instance_type") or "", TEXT),
+        ("Price book", book.get("name"), TEXT),
+        ("Price book date", _date(book.get("fetched_at")), DATE),
+        ("Price book source", book.get("source"), TEXT),
+        ("Price data flag",
+         "(not in this snapshot: frozen before data flags)" if flag is None
+         else flag.strip() or "none", WARNING if flag and flag.strip() else TEXT),
+    ]  # fmt: skip
+
+
+def _summary_rows(context: dict[str, Any]) -> list[Row]:
     request, snapshot = context["request"], context["snapshot"]
     asked = snapshot["request"]  # the figures of the document the hash covers
+    frozen = not context["is_preview"]
     return [
-        ("Project", snapshot["project"]["name"]),
-        ("Organisation", snapshot["project"]["organisation"]),
-        ("Request", asked["title"]),
-        ("State", request.get_state_display()),
-        ("Amount", Decimal(asked["amount"])),
-        ("Contingency", Decimal(asked["contingency"])),
-        ("Currency", asked["currency"]),
-        ("Basis", BudgetRequest.Basis(asked["basis"]).label),
-        ("Justification", asked["justification"]),
-        ("Approvals required", asked["approvals_required"]),
-        (
-            "Snapshot SHA-256",
-            request.snapshot_sha256 if not context["is_preview"] else "(not frozen: a preview)",
-        ),
-        ("Estimator version", snapshot.get("estimator_version")),
-        ("Monte Carlo seed", snapshot["montecarlo"]["seed"]),
-        ("Monte Carlo samples", snapshot["montecarlo"]["samples"]),
-    ]
+        ("Project", snapshot["project"]["name"], TEXT),
+        ("Organisation", snapshot["project"]["organisation"], TEXT),
+        ("Request", asked["title"], TEXT),
+        ("State", request.get_state_display(), TEXT),
+        *_warning_rows(context),
+        ("Amount", Decimal(asked["amount"]), "money"),
+        ("Contingency", Decimal(asked["contingency"]), "money"),
+        ("Currency", asked["currency"], TEXT),
+        ("Basis", BudgetRequest.Basis(asked["basis"]).label, TEXT),
+        ("Justification", asked["justification"], TEXT),
+        ("Approvals required", asked["approvals_required"], "count"),
+        *price_rows(snapshot),
+        ("Snapshot SHA-256",
+         request.snapshot_sha256 if frozen else "(not frozen: a preview)", TEXT),
+        ("Submission", snapshot.get("submission") if frozen else None, "count"),
+        ("Frozen at", datetime.fromisoformat(snapshot["frozen_at"]) if frozen else None,
+         DATETIME),
+        ("Estimator version", snapshot.get("estimator_version"), TEXT),
+        ("Monte Carlo seed", snapshot["montecarlo"]["seed"], "id"),
+        ("Monte Carlo samples", snapshot["montecarlo"]["samples"], "count"),
+        ("Times in", settings.TIME_ZONE, TEXT),
+    ]  # fmt: skip
 
 
 COMPARISON_HEADER = (
@@ -303,7 +522,7 @@ TIMELINE_HEADER = ("When", "Who", "Action", "From", "To", "Comment")
 def _timeline_rows(context: dict[str, Any]) -> list[list[Any]]:
     return [
         [
-            timezone.localtime(event.created_at).strftime("%Y-%m-%d %H:%M:%S %Z"),
+            event.created_at,
             event.actor.get_username() if event.actor else "",
             event.action,
             event.from_state,
@@ -314,41 +533,105 @@ def _timeline_rows(context: dict[str, Any]) -> list[list[Any]]:
     ]
 
 
-def signoff_xlsx(request: BudgetRequest) -> bytes:
-    """The sign-off pack as a workbook: Summary, Comparison, Training method (fine-tuning
-    only), Whole run, Step margins and Timeline sheets."""
-    from openpyxl import Workbook
+SUMMARY_HEADER = ("Item", "Value")
+WIDEST_COLUMN = 66  # characters (a SHA-256 fits); longer text wraps
+
+
+def _xlsx_table(sheet: Any, header: tuple[str, ...], rows: list[list[Any]], *,
+                rounded: bool = True) -> None:  # fmt: skip
+    """``rows`` under a bold, frozen ``header``: each cell rounded and formatted by the kind of
+    its column (full precision with ``rounded=False``), the columns as wide as their text."""
+    kinds = [COLUMN_KINDS.get(name, TEXT) for name in header]
+    sheet.append(list(header))
+    for row in rows:
+        sheet.append([spreadsheet_safe(cell_value(v, k, rounded=rounded))
+                      for v, k in zip(row, kinds, strict=False)])  # fmt: skip
+        for cell, kind in zip(sheet[sheet.max_row], kinds, strict=False):
+            _xlsx_format(cell, kind)
+    _xlsx_finish(sheet)
+
+
+def _xlsx_summary(sheet: Any, rows: list[Row]) -> None:
     from openpyxl.styles import Font
 
-    context = signoff_context(request)
+    sheet.append(list(SUMMARY_HEADER))
+    for label, value, kind in rows:
+        sheet.append([label, spreadsheet_safe(cell_value(value, kind))])
+        _xlsx_format(sheet.cell(sheet.max_row, 2), kind)
+        if kind == WARNING:
+            for cell in sheet[sheet.max_row]:
+                cell.font = Font(bold=True, color="B42318")
+    _xlsx_finish(sheet)
+
+
+def _xlsx_format(cell: Any, kind: str) -> None:
+    if kind in KINDS and isinstance(cell.value, date | NUMBER) and not isinstance(cell.value, bool):
+        cell.number_format = KINDS[kind].excel
+
+
+def _xlsx_finish(sheet: Any) -> None:
+    """Bold frozen header row; each column as wide as its widest text (wrapped past
+    :data:`WIDEST_COLUMN` characters)."""
+    from openpyxl.styles import Alignment, Font
+    from openpyxl.utils import get_column_letter
+
+    for cell in sheet[1]:
+        cell.font = Font(bold=True)
+    sheet.freeze_panes = "A2"
+    for index, column in enumerate(sheet.iter_cols(), start=1):
+        width = max(len(_xlsx_text(cell)) for cell in column)
+        for cell in column:
+            if len(_xlsx_text(cell)) > WIDEST_COLUMN:
+                cell.alignment = Alignment(wrap_text=True, vertical="top")
+        sheet.column_dimensions[get_column_letter(index)].width = min(width, WIDEST_COLUMN) + 2
+
+
+def _xlsx_text(cell: Any) -> str:
+    """About what a cell shows: numbers and dates as their format writes them."""
+    value = cell.value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "FALSE"
+    kind = next((name for name, kind in KINDS.items() if kind.excel == cell.number_format), "")
+    return cell_text(value, kind) if kind else str(value)
+
+
+def signoff_xlsx(request: BudgetRequest) -> bytes:
+    """The sign-off pack as a workbook: Summary (with every warning and the price), then
+    Comparison, Training method (fine-tuning only), Whole run, Step margins and Timeline
+    rounded for reading, and Data: the comparison's figures at full precision."""
+    from openpyxl import Workbook
+
+    context = signoff_pack_context(request)
     book = Workbook()
     summary = book.active
     assert summary is not None
     summary.title = "Summary"
-    for label, value in _summary_rows(context):
-        summary.append([label, spreadsheet_safe(value)])
+    _xlsx_summary(summary, _summary_rows(context))
     for title, header, rows in _sections(context):
-        sheet = book.create_sheet(title)
-        sheet.append(list(header))
-        for cell in sheet[1]:
-            cell.font = Font(bold=True)
-        for row in rows:
-            sheet.append([spreadsheet_safe(value) for value in row])
+        _xlsx_table(book.create_sheet(title), header, rows)
+    _xlsx_table(book.create_sheet("Data"), COMPARISON_HEADER, _comparison_rows(context),
+                rounded=False)  # fmt: skip
     output = io.BytesIO()
     book.save(output)
     return output.getvalue()
 
 
 def signoff_csv(request: BudgetRequest) -> str:
-    """The sign-off pack as CSV: the summary, then each table of the XLSX's sheets in turn."""
-    context = signoff_context(request)
+    """The sign-off pack as CSV: the summary, then each table of the XLSX's sheets in turn
+    (their headers, their rounded values)."""
+    context = signoff_pack_context(request)
     output = io.StringIO()
     writer = csv.writer(output)
-    for label, value in _summary_rows(context):
-        writer.writerow([label, spreadsheet_safe(value)])
+    writer.writerow(SUMMARY_HEADER)
+    for label, value, kind in _summary_rows(context):
+        writer.writerow([label, spreadsheet_safe(cell_value(value, kind))])
     for _title, header, rows in _sections(context):
+        kinds = [COLUMN_KINDS.get(name, TEXT) for name in header]
         writer.writerow([])
         writer.writerow(header)
         for row in rows:
-            writer.writerow([spreadsheet_safe(value) for value in row])
+            writer.writerow([spreadsheet_safe(cell_value(v, k))
+                             for v, k in zip(row, kinds, strict=False)])  # fmt: skip
     return output.getvalue()

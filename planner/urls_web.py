@@ -24,6 +24,7 @@ urlpatterns = [
     path("runs/<int:pk>/status.json", runs.run_status, name="run-status"),
     path("runs/<int:pk>/retry/", runs.run_retry, name="run-retry"),
     path("comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison-detail"),
+    path("compare/", comparisons.cross_project_compare, name="compare"),
     path("capacity/", capacity.capacity_plan_page, name="capacity"),
     path("runs/<int:run_pk>/request-budget/", budgets.budget_create, name="budget-create"),
     path("budgets/", budgets.budget_list, name="budget-list"),

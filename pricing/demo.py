@@ -91,6 +91,8 @@ WORKED_EXAMPLE = {
     ),
 }
 EXAMPLE_QUOTE_REFERENCE = "EXAMPLE-0001"
+#: H100s the example quote covers; the demo project sizes all its scenarios to match.
+EXAMPLE_QUOTE_COUNT = 256
 
 
 def _providers_load() -> list[str]:
@@ -156,15 +158,16 @@ def _quote_load() -> list[str]:
         vendor="Example Compute Ltd (EXAMPLE - not a real offer)",
         reference=EXAMPLE_QUOTE_REFERENCE,
         accelerator=Accelerator.objects.get(catalog_id="H100-SXM"),
-        accelerator_count=256,
+        accelerator_count=EXAMPLE_QUOTE_COUNT,
         total_price=Decimal("4709376.00"),
         term_months=12,
         currency="USD",
         valid_from=today,
         valid_until=until,
         terms=(
-            "EXAMPLE for the demo: 256 x H100 SXM for 12 months as one reserved cluster with "
-            "InfiniBand, storage and support; billed monthly. Not a real offer."
+            f"EXAMPLE for the demo: {EXAMPLE_QUOTE_COUNT} x H100 SXM for 12 months as one "
+            "reserved cluster with InfiniBand, storage and support; billed monthly. Not a real "
+            "offer."
         ),
         is_example=True,
     )

@@ -4,9 +4,14 @@ from typing import Any
 
 from django import forms
 
-from pricing.models import PriceBook
+from pricing.models import OnPremProfile, PriceBook
+from pricing.services.onprem import PROFILE_FIELDS
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
+#: When prices were fetched, written and read as ISO whatever the locale (``03/04/2026`` is
+#: April in one locale and March in another); a bare date means midnight.
+FETCHED_AT_FORMAT = "%Y-%m-%d %H:%M"
+FETCHED_AT_INPUT_FORMATS = (FETCHED_AT_FORMAT, "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
 
 
 class CsvUploadForm(forms.Form):
@@ -24,7 +29,13 @@ class CsvUploadForm(forms.Form):
     currency = forms.CharField(max_length=3, initial="USD", required=False)
     source = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
     fetched_at = forms.DateTimeField(
-        required=False, label="Fetched at", help_text="When the prices were collected."
+        required=False,
+        label="Fetched at",
+        help_text="When the prices were collected: yyyy-mm-dd hh:mm.",
+        input_formats=FETCHED_AT_INPUT_FORMATS,
+        widget=forms.DateTimeInput(
+            format=FETCHED_AT_FORMAT, attrs={"placeholder": "yyyy-mm-dd hh:mm"}
+        ),
     )
 
     def clean_file(self) -> Any:
@@ -47,3 +58,21 @@ class CsvUploadForm(forms.Form):
             return {"book": self.cleaned_data["book"]}
         keys = ("name", "currency", "source", "fetched_at")
         return {"new_book": {key: self.cleaned_data[key] for key in keys}}
+
+
+class OnPremProfileSaveForm(forms.ModelForm):
+    """The calculator's figures saved as a new profile under a name.
+
+    The figures travel as hidden inputs copied from the calculator; the model's fields parse
+    them (digits and decimal places as the admin does) and ``onprem_profile_create`` applies
+    the rules.
+    """
+
+    class Meta:
+        model = OnPremProfile
+        fields = list(PROFILE_FIELDS)
+        widgets = {
+            name: forms.HiddenInput for name in PROFILE_FIELDS if name not in ("name", "source")
+        } | {"source": forms.Textarea(attrs={"rows": 2})}
+        labels = {"name": "Profile name"}
+        help_texts = {"source": "Where the figures come from: a quote, an invoice, an estimate."}

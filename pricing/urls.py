@@ -13,4 +13,5 @@ urlpatterns = [
     path("quotes/", views.quote_list, name="quote-list"),
     path("import/", views.csv_upload, name="csv-upload"),
     path("onprem/", views.onprem_calculator, name="onprem"),
+    path("onprem/save/", views.onprem_profile_save, name="onprem-save"),
 ]

@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -18,8 +19,8 @@ from planner.roles import PRICING_ADMIN, user_has_role
 from pricing import selectors, services
 from pricing.api.serializers import OnPremCostOutput, onprem_cost_data
 from pricing.errors import CsvImportError, PricingError
-from pricing.forms import CsvUploadForm
-from pricing.models import PRECISIONS, Accelerator, PriceBook
+from pricing.forms import CsvUploadForm, OnPremProfileSaveForm
+from pricing.models import PRECISIONS, Accelerator, OnPremProfile, PriceBook
 from pricing.selectors import PriceRange
 
 DISPLAY_CURRENCY = "USD"
@@ -240,20 +241,82 @@ ONPREM_FIELDS = (
 )
 
 
+def _onprem_cost(profile: OnPremProfile | None) -> dict[str, Any] | None:
+    if profile is None:
+        return None
+    result = selectors.onprem_profile_cost(profile=profile)
+    return OnPremCostOutput(onprem_cost_data(result, profile.currency)).data
+
+
+def _onprem_save_form(profile: OnPremProfile | None) -> OnPremProfileSaveForm:
+    """An empty save form for a pricing admin, carrying the profile's currency and SKU."""
+    initial = {"currency": getattr(profile, "currency", "USD")}
+    if profile is not None and profile.accelerator_id is not None:
+        initial["accelerator"] = profile.accelerator_id
+    return OnPremProfileSaveForm(initial=initial)
+
+
+def _onprem_errors(form: OnPremProfileSaveForm | None) -> list[tuple[str, list[str]]]:
+    """The save form's errors as (label, messages), named as the calculator names its
+    inputs: the figures travel in hidden inputs, so each error must say whose it is."""
+    if form is None or not form.errors:
+        return []
+    labels = {name: str(field.label) for name, field in form.fields.items()}
+    labels |= {name: label for name, label, _unit, _step in ONPREM_FIELDS}
+    return [
+        (labels.get(name, ""), [str(e) for e in errors]) for name, errors in form.errors.items()
+    ]
+
+
+def _onprem_page(
+    request: HttpRequest, chosen: str, form: OnPremProfileSaveForm | None = None
+) -> HttpResponse:
+    """The calculator at the chosen profile (the first one by default); after a refused
+    save, at the figures that were posted, marked out of date."""
+    profiles = list(selectors.onprem_profile_list())
+    profile = next((p for p in profiles if str(p.pk) == chosen), profiles[0] if profiles else None)
+    refused = form is not None and form.is_bound
+    if form is None and _is_pricing_admin(request):
+        form = _onprem_save_form(profile)
+    posted = form.data if form is not None and refused else {}
+    errors = form.errors if form is not None and refused else {}
+    fields = [
+        (name, label, unit, step, posted.get(name, getattr(profile, name, "")), errors.get(name))
+        for name, label, unit, step in ONPREM_FIELDS
+    ]
+    context = {
+        "profiles": profiles,
+        "profile": profile,
+        "fields": fields,
+        "cost": _onprem_cost(profile),
+        "save_form": form,
+        "save_errors": _onprem_errors(form),
+        "stale": refused,
+    }
+    return render(request, "pricing/onprem.html", context)
+
+
 @login_required
 @require_GET
 def onprem_calculator(request: HttpRequest) -> HttpResponse:
-    """A profile's price per GPU-hour; editing a field recalculates it on the server."""
-    profiles = list(selectors.onprem_profile_list())
-    chosen = request.GET.get("profile", "")
-    profile = next((p for p in profiles if str(p.pk) == chosen), profiles[0] if profiles else None)
-    cost = None
-    if profile is not None:
-        result = selectors.onprem_profile_cost(profile=profile)
-        cost = OnPremCostOutput(onprem_cost_data(result, profile.currency)).data
-    fields = [
-        (name, label, unit, step, getattr(profile, name, ""))
-        for name, label, unit, step in ONPREM_FIELDS
-    ]
-    context = {"profiles": profiles, "profile": profile, "fields": fields, "cost": cost}
-    return render(request, "pricing/onprem.html", context)
+    """A profile's price per GPU-hour; editing a field recalculates it on the server.
+
+    Pricing admins can also save the figures as a new profile.
+    """
+    return _onprem_page(request, request.GET.get("profile", ""))
+
+
+@require_POST
+@pricing_admin_required
+def onprem_profile_save(request: HttpRequest) -> HttpResponse:
+    """Save the calculator's figures as a new named profile, with the admin's rules."""
+    form = OnPremProfileSaveForm(request.POST)
+    if form.is_valid():
+        try:
+            profile = services.onprem_profile_create(user=request.user, **form.cleaned_data)
+        except PricingError as error:
+            form.add_error(error.field if error.field in form.fields else None, error.message)
+        else:
+            messages.success(request, f"Saved the on-prem profile '{profile.name}'.")
+            return redirect(f"{reverse('pricing:onprem')}?profile={profile.pk}")
+    return _onprem_page(request, request.POST.get("profile", ""), form)

@@ -15,7 +15,14 @@ from planner import selectors
 from planner.api.serializers import ScopedPrimaryKeyField, money_field
 from planner.models import AuditEvent, BudgetDecision, BudgetRequest, EstimationRun
 from planner.selectors import budget_requests_for
+from planner.services.budget_warnings import run_warnings, warnings_json
 
+#: What ``override_reason`` is for, in the API's documentation.
+OVERRIDE_HELP = (
+    "Why the budget should be funded although the run has a blocking warning (it does not "
+    "fit in memory). Without it such a request is refused with a 400 on run; recorded in the "
+    "audit trail and the snapshot"
+)
 #: The answer to a request body that tries to set a budget request's state.
 STATE_READ_ONLY = (
     "is changed only by the transition endpoints: submit, approve, reject, request-changes, close"
@@ -73,6 +80,7 @@ class BudgetRequestOutput(serializers.ModelSerializer):
             "contingency",
             "currency",
             "justification",
+            "override_reason",
             "state",
             "approvals_required",
             "decisions",
@@ -98,10 +106,17 @@ class BudgetRequestDetailOutput(BudgetRequestOutput):
         "snapshot_sha256 is the SHA-256 of its canonical JSON",
     )
     timeline = AuditEventOutput(source="audit_events", many=True, read_only=True)
+    warnings = serializers.SerializerMethodField(
+        help_text="The chosen run's warnings as they stand now, blocking ones first: "
+        "[{code, severity (block or warn), message}]; the snapshot keeps those at submission"
+    )
 
     class Meta(BudgetRequestOutput.Meta):
-        fields = [*BudgetRequestOutput.Meta.fields, "snapshot", "timeline"]
+        fields = [*BudgetRequestOutput.Meta.fields, "warnings", "snapshot", "timeline"]
         read_only_fields = fields
+
+    def get_warnings(self, request: BudgetRequest) -> list[dict[str, str]]:
+        return warnings_json(run_warnings(request.run, project=request.project))
 
 
 class StateRefusedMixin(serializers.Serializer):
@@ -135,6 +150,9 @@ class BudgetRequestInput(StateRefusedMixin):
         allow_null=True,
         help_text="An approved request of the same project that this one replaces",
     )
+    override_reason = serializers.CharField(
+        required=False, allow_blank=True, default="", help_text=OVERRIDE_HELP
+    )
 
 
 class BudgetRequestUpdateInput(StateRefusedMixin):
@@ -146,6 +164,9 @@ class BudgetRequestUpdateInput(StateRefusedMixin):
     contingency = money_field(required=False, allow_null=True, help_text="null: P90 - P50")
     alternatives = ScopedPrimaryKeyField(
         EstimationRun, selectors.runs_for, many=True, required=False, help_text="Run ids"
+    )
+    override_reason = serializers.CharField(
+        required=False, allow_blank=True, help_text=OVERRIDE_HELP
     )
     comment = serializers.CharField(
         required=False, allow_blank=True, help_text="Why it changed, for the audit trail"

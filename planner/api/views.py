@@ -239,6 +239,10 @@ class BudgetRequestViewSet(PlannerModelViewSet):
 
     ``state`` is read-only: it moves only through the transition endpoints (``submit``,
     ``approve``, ``reject``, ``request-changes``, ``close``). A request is never deleted.
+
+    A request for a run with a blocking warning (it does not fit in memory) is refused with
+    a 400 on ``run``, when created or submitted, unless it gives ``override_reason``; the
+    detail's ``warnings`` lists the run's warnings, and the snapshot keeps them.
     """
 
     queryset = BudgetRequest.objects.none()

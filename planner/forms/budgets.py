@@ -19,6 +19,10 @@ JUSTIFICATION_HELP = (
     "Why this scenario, why now, and what happens if the budget is not approved. "
     "Finance reads this first."
 )
+OVERRIDE_HELP = (
+    "The run has a blocking warning (above). Say why finance should fund it as it is: "
+    "without a reason the request is refused. Kept in the audit trail and the snapshot."
+)
 
 
 def run_label(run: EstimationRun) -> str:
@@ -83,6 +87,14 @@ class BudgetRequestForm(forms.Form):
         label="What changed",
         help_text="Kept in the audit trail with the changes.",
     )
+    # Not required here: the service refuses a blocked run without it, and says why.
+    override_reason = forms.CharField(
+        required=False,
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="Override reason",
+        help_text=OVERRIDE_HELP,
+    )
 
     def __init__(
         self,
@@ -90,9 +102,12 @@ class BudgetRequestForm(forms.Form):
         alternatives: QuerySet[EstimationRun],
         supersedes: QuerySet[BudgetRequest] | None = None,
         default_contingency: Decimal | None = None,
+        needs_override: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
+        if not needs_override:  # asked only when the chosen run has a blocking warning
+            del self.fields["override_reason"]
         self._choices_field("alternatives").queryset = alternatives
         if supersedes is None:  # editing: what a request supersedes is fixed at creation
             del self.fields["supersedes"]
@@ -113,6 +128,10 @@ class BudgetRequestForm(forms.Form):
     def clean_title(self) -> str:
         return str(self.cleaned_data["title"]).strip()
 
+    def error_field(self, key: str) -> str:
+        """Where a service's refusal shows: a refusal of the run beside the override reason."""
+        return "override_reason" if key == "run" and "override_reason" in self.fields else key
+
     def service_arguments(self) -> dict[str, Any]:
         """Keyword arguments of ``budget_request_create`` / ``budget_request_update``."""
         data = self.cleaned_data
@@ -123,7 +142,7 @@ class BudgetRequestForm(forms.Form):
             "contingency": data.get("contingency"),
             "alternatives": list(data.get("alternatives") or []),
         }
-        for optional in ("supersedes", "comment"):
+        for optional in ("supersedes", "comment", "override_reason"):
             if optional in self.fields:
                 arguments[optional] = data.get(optional) or (
                     None if optional == "supersedes" else ""
@@ -139,6 +158,7 @@ def initial_from(request: BudgetRequest, alternatives: Iterable[EstimationRun]) 
         "basis": request.basis,
         "contingency": request.contingency,
         "alternatives": [run.pk for run in alternatives],
+        "override_reason": request.override_reason,
     }
 
 

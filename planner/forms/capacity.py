@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from estimator.core.presets import load_presets
 from planner.capacity import deadline_days
-from planner.forms.common import DateInput, choice_field, preset_label, tokens_parse
+from planner.forms.common import DateField, choice_field, preset_label, tokens_parse
 from planner.models import Scenario
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
@@ -35,7 +35,7 @@ class CapacityForm(forms.Form):
         help_text="Takes its model, batch, precision and margins",
     )
     tokens = forms.CharField(required=False, help_text="Blank: the preset's or scenario's")
-    deadline = forms.DateField(widget=DateInput, label="Finish by")
+    deadline = DateField(label="Finish by")
     budget = forms.DecimalField(required=False, max_digits=18, decimal_places=2, min_value=0)
     currency = forms.CharField(max_length=3, initial="USD")
     max_gpus = forms.IntegerField(

@@ -1,8 +1,10 @@
-"""What the planner's forms share: quantities such as ``2T``, service errors on fields."""
+"""What the planner's forms share: quantities such as ``2T``, ISO dates, service errors on
+fields."""
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from django import forms
 
@@ -65,8 +67,27 @@ def planner_error_add(form: forms.Form, error: PlannerError) -> None:
         form.add_error(None, f"{key}: {error.message}" if key else error.message)
 
 
+#: How a form writes and reads a date: what ``<input type="date">`` holds, whatever the locale.
+ISO_DATE_FORMAT = "%Y-%m-%d"
+
+
 class DateInput(forms.DateInput):
+    """The browser's date picker. Its value must be ``yyyy-mm-dd``: a browser empties a date
+    input holding anything else (a localised ``22/04/2027``), so saving the form would erase
+    the date."""
+
     input_type = "date"
+
+    def __init__(self, attrs: dict[str, Any] | None = None, format: str | None = None) -> None:
+        super().__init__(attrs, format=format or ISO_DATE_FORMAT)
+
+
+class DateField(forms.DateField):
+    """A date that renders and parses as ISO ``yyyy-mm-dd`` only, whatever LANGUAGE_CODE:
+    ``03/04/2027`` would be April in one locale and March in another."""
+
+    widget = DateInput
+    input_formats = (ISO_DATE_FORMAT,)
 
 
 def preset_label(preset: ModelPreset) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from planner.forms.common import DateInput
+from planner.forms.common import DateField
 from planner.models import Organisation, Project
 
 
@@ -21,7 +21,7 @@ class ProjectForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="What the model is for and what done looks like.",
     )
-    deadline = forms.DateField(required=False, widget=DateInput, help_text="Training must end by")
+    deadline = DateField(required=False, help_text="Training must end by")
     budget_ceiling = forms.DecimalField(
         required=False, max_digits=18, decimal_places=2, help_text="The most finance will sign off"
     )

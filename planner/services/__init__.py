@@ -30,6 +30,7 @@ from planner.services.scenarios import (
     scenario_create,
     scenario_delete,
     scenario_export,
+    scenario_fit_note,
     scenario_import,
     scenario_update,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "scenario_create",
     "scenario_delete",
     "scenario_export",
+    "scenario_fit_note",
     "scenario_import",
     "scenario_update",
     "user_roles",

@@ -47,12 +47,19 @@ from planner.services.budget_rules import (
     budget_is_author,
     budget_submission,
 )
+from planner.services.budget_warnings import (
+    BudgetWarning,
+    run_warnings,
+    warnings_blocking,
+    warnings_json,
+    warnings_override_check,
+)
 from planner.snapshot import snapshot_freeze
 from pricing.errors import PricingError
 from pricing.selectors import money_convert
 
 EDITABLE_STATES = (BudgetState.DRAFT, BudgetState.CHANGES_REQUESTED)
-REQUEST_FIELDS = ("title", "justification", "basis", "contingency")
+REQUEST_FIELDS = ("title", "justification", "basis", "contingency", "override_reason")
 SNAPSHOT_FORMAT = "trainplan-budget-snapshot"
 
 
@@ -157,13 +164,20 @@ def budget_request_create(
     contingency: Decimal | None = None,
     alternatives: Iterable[EstimationRun] = (),
     supersedes: BudgetRequest | None = None,
+    override_reason: str = "",
 ) -> BudgetRequest:
-    """A draft request for the budget of ``run``, compared with ``alternatives``."""
+    """A draft request for the budget of ``run``, compared with ``alternatives``.
+
+    Refused when the run has a blocking warning (it does not fit in memory) and
+    ``override_reason`` does not say why it should be funded anyway.
+    """
     project = run.scenario.project
     role_assert(user, project.organisation, AUTHOR_ROLES, action="request budgets")
     creator = actor_user(user)
     assert creator is not None  # role_assert refused anonymous users
     amount, contingency = request_amount(run, basis, contingency)
+    blocking = warnings_blocking(run_warnings(run, project=project))
+    override_reason = warnings_override_check(blocking, override_reason)
     alternative_ids = _alternatives_check(run, alternatives)
     if supersedes is not None and (
         supersedes.project_id != project.pk or supersedes.state != BudgetState.APPROVED
@@ -174,6 +188,7 @@ def budget_request_create(
         run=run,
         title=_text_check("title", title),
         justification=_text_check("justification", justification),
+        override_reason=override_reason,
         basis=basis,
         amount=amount,
         contingency=contingency,
@@ -182,15 +197,29 @@ def budget_request_create(
         created_by=creator,
     )
     request.alternatives.set(alternative_ids)
+    changes: dict[str, Any] = {"amount": [None, str(amount)], "run": [None, run.pk]}
+    if override_reason:
+        changes["override_reason"] = [None, override_reason]
     audit_record(
         request=request,
         project_id=project.pk,
         actor=user,
         action="created",
         to_state=BudgetState.DRAFT,
-        changes={"amount": [None, str(amount)], "run": [None, run.pk]},
+        changes=changes,
+        comment=_overridden(blocking, override_reason),
     )
     return request
+
+
+def _overridden(blocking: Sequence[BudgetWarning], override_reason: str) -> str:
+    """The audit comment of a request that goes ahead despite blocking warnings."""
+    if not blocking or not override_reason:
+        return ""
+    what = "; ".join(warning.message for warning in blocking)
+    return (
+        f"Requested despite a blocking warning: the run {what}. Override reason: {override_reason}"
+    )
 
 
 @transaction.atomic
@@ -212,13 +241,22 @@ def budget_request_update(
     unknown = set(changes) - set(REQUEST_FIELDS)
     if unknown:  # before any other check: the amount, say, is never the caller's to set
         raise PlannerError("cannot be changed", field=sorted(unknown)[0])
-    changed = model_update(current, _request_values(current, changes),
-                           allowed=(*REQUEST_FIELDS, "amount"), refuse=PlannerError)  # fmt: skip
+    values = _request_values(current, changes)
+    blocking: list[BudgetWarning] = []
+    if values.get("override_reason", current.override_reason) != current.override_reason:
+        # A reason given or taken back: never taken back while the run is blocked.
+        blocking = warnings_blocking(run_warnings(current.run, project=current.project))
+        values["override_reason"] = warnings_override_check(blocking, values["override_reason"])
+    changed = model_update(current, values, allowed=(*REQUEST_FIELDS, "amount"),
+                           refuse=PlannerError)  # fmt: skip
     if alternatives is not None:
         moved = _alternatives_set(current, alternatives)
         if moved is not None:
             changed["alternatives"] = moved
     if changed:
+        if "override_reason" in changed:
+            overridden = _overridden(blocking, current.override_reason)
+            comment = "\n\n".join(filter(None, [comment, overridden]))
         audit_record(request=current, project_id=current.project_id, actor=user,
                      action="edited", changes=audit_diff(changed), comment=comment)  # fmt: skip
     return current
@@ -293,9 +331,21 @@ def _run_summary(run: EstimationRun) -> dict[str, Any]:
     }
 
 
-def snapshot_document(request: BudgetRequest, *, submission: int) -> dict[str, Any]:
-    """Everything the budget rests on, as one JSON document."""
+def snapshot_document(
+    request: BudgetRequest,
+    *,
+    submission: int,
+    warnings: Sequence[BudgetWarning] | None = None,
+) -> dict[str, Any]:
+    """Everything the budget rests on, as one JSON document.
+
+    ``warnings`` are the chosen run's (:func:`~planner.services.budget_warnings.run_warnings`),
+    computed here unless the caller has them; ``override_reason`` says why a request went
+    ahead despite a blocking one.
+    """
     run, project = request.run, request.project
+    if warnings is None:
+        warnings = run_warnings(run, project=project)
     return {
         "format": SNAPSHOT_FORMAT,
         "version": 1,
@@ -334,6 +384,8 @@ def snapshot_document(request: BudgetRequest, *, submission: int) -> dict[str, A
             _run_summary(alt)
             for alt in request.alternatives.select_related("scenario").order_by("pk")
         ],
+        "warnings": warnings_json(warnings),
+        "override_reason": request.override_reason,
     }
 
 
@@ -366,11 +418,17 @@ def _submission_number(request: BudgetRequest) -> int:
 def budget_request_submit(
     *, user: Actor, request: BudgetRequest, comment: str = ""
 ) -> BudgetRequest:
-    """Freeze the snapshot and send the request to the approvers."""
+    """Freeze the snapshot and send the request to the approvers.
+
+    Refused, as creating it would be, when its run has a blocking warning and the request no
+    override reason.
+    """
     role_assert(user, request.project.organisation, AUTHOR_ROLES, action="submit budget requests")
     current = _locked(request, EDITABLE_STATES, "submit it")
+    warnings = run_warnings(current.run, project=current.project)
+    warnings_override_check(warnings, current.override_reason)
     current.approvals_required = _approvals_required(current)
-    document = snapshot_document(current, submission=_submission_number(current))
+    document = snapshot_document(current, submission=_submission_number(current), warnings=warnings)
     current.snapshot, current.snapshot_sha256 = snapshot_freeze(document)
     current.submitted_at = timezone.now()
     _transition(current, BudgetState.SUBMITTED, actor=user, action="submitted", comment=comment)

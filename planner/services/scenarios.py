@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from estimator.core import ScenarioError, validate_scenario
+from estimator.core import ScenarioError, estimate, validate_scenario
 from planner.errors import PlannerError
 from planner.lib.actors import Actor, actor_user
 from planner.lib.updates import audit_diff, model_update
@@ -35,6 +35,32 @@ def scenario_spec_check(spec: Any) -> dict[str, Any]:
     except ScenarioError as error:
         raise PlannerError(f"{error.key}: {error.reason}", field=f"spec.{error.key}") from error
     return spec
+
+
+def scenario_fit_note(spec: dict[str, Any]) -> str:
+    """Why a stated layout cannot run, or ``""``: it does not fit in accelerator memory.
+
+    A stated layout is one estimate (about a millisecond), so it is checked as the scenario is
+    saved; an ``"auto"`` layout is a search, which runs on a worker when the run starts and
+    picks only layouts that fit. Saving is not refused: a requester may mean to change the
+    cluster next; runs and budget requests carry the warning.
+    """
+    if spec.get("parallelism") == "auto":
+        return ""
+    try:
+        result = estimate(spec)
+    except ScenarioError:  # scenario_spec_check has said what is wrong
+        return ""
+    if result["fits_in_memory"]:
+        return ""
+    needed = float(result["memory_per_gpu_gib"]["total"])
+    have = float(result["accelerator_memory_gib"])
+    return (
+        f"This layout does not fit in memory: it needs {needed:,.0f} GiB per GPU of "
+        f"{have:,.0f} GiB. Its runs will say so, and a budget for them needs an override "
+        "reason. More GPUs, more model parallelism, a higher ZeRO stage or recomputation "
+        'would fit it; "auto" searches for a layout that fits.'
+    )
 
 
 def _accelerator_match(spec: dict[str, Any], catalog_id: str | None, field: str) -> None:

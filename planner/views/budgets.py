@@ -25,6 +25,12 @@ from planner.forms import BudgetActionForm, BudgetRequestForm, initial_from, pla
 from planner.lib.actors import Actor
 from planner.models import BudgetRequest, BudgetState, EstimationRun, Role, RunStatus, Scenario
 from planner.services.budget_rules import budget_approvals_recorded, budget_decision_standing
+from planner.services.budget_warnings import (
+    BudgetWarning,
+    request_warnings,
+    run_warnings,
+    warnings_blocking,
+)
 from planner.services.budgets import EDITABLE_STATES, request_amount
 from planner.snapshot import canonical_json, snapshot_verify
 from planner.views.common import can_author, forbidden
@@ -126,7 +132,11 @@ def budget_list(request: HttpRequest) -> HttpResponse:
 
 
 def _form_page(
-    request: HttpRequest, form: BudgetRequestForm, run: EstimationRun, budget: BudgetRequest | None
+    request: HttpRequest,
+    form: BudgetRequestForm,
+    run: EstimationRun,
+    budget: BudgetRequest | None,
+    warnings: list[BudgetWarning],
 ) -> HttpResponse:
     p90, default_contingency = request_amount(run, BudgetRequest.Basis.P90, None)
     context = {
@@ -139,6 +149,7 @@ def _form_page(
         "p50": p90 - default_contingency,
         "p90": p90,
         "default_contingency": default_contingency,
+        "warnings": warnings,
     }
     return render(request, "budgets/form.html", context)
 
@@ -156,11 +167,13 @@ def budget_create(request: HttpRequest, run_pk: int) -> HttpResponse:
         return redirect(run)
     alternatives = alternative_runs(run)
     contingency = request_amount(run, BudgetRequest.Basis.P90, None)[1]
+    warnings = run_warnings(run, project=project)
     form = BudgetRequestForm(
         request.POST or None,
         alternatives=alternatives,
         supersedes=project.budget_requests.filter(state=BudgetState.APPROVED),
         default_contingency=contingency,
+        needs_override=bool(warnings_blocking(warnings)),
         initial={
             "title": f"{run.scenario.name} for {project.name}",
             "contingency": contingency,
@@ -179,7 +192,7 @@ def budget_create(request: HttpRequest, run_pk: int) -> HttpResponse:
         else:
             messages.success(request, "Saved as a draft. Check it, then submit it for approval.")
             return redirect(budget)
-    return _form_page(request, form, run, None)
+    return _form_page(request, form, run, None, warnings)
 
 
 @login_required
@@ -196,10 +209,12 @@ def budget_edit(request: HttpRequest, pk: int) -> HttpResponse:
                                 "for changes can be edited.")  # fmt: skip
         return redirect(budget)
     current = list(budget.alternatives.all())
+    warnings = run_warnings(budget.run, project=budget.project)
     form = BudgetRequestForm(
         request.POST or None,
         alternatives=alternative_runs(budget.run, keep=[run.pk for run in current]),
         default_contingency=request_amount(budget.run, BudgetRequest.Basis.P90, None)[1],
+        needs_override=bool(warnings_blocking(warnings) or budget.override_reason),
         initial=initial_from(budget, current),
     )
     if request.method == "POST" and form.is_valid():
@@ -214,7 +229,7 @@ def budget_edit(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, "Saved. The audit trail keeps what changed.")
             return redirect(budget)
-    return _form_page(request, form, budget.run, budget)
+    return _form_page(request, form, budget.run, budget, warnings)
 
 
 # --- The request page and its actions ----------------------------------------------------------
@@ -222,8 +237,16 @@ def budget_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _detail_context(user: Actor, budget: BudgetRequest) -> dict[str, Any]:
     context = signoff.signoff_context(budget)
+    guards = request_warnings(budget, context["snapshot"])
     transitions = [event for event in context["timeline"] if event.to_state]
     context.update(
+        guards=guards,
+        guards_total=len(guards.shown) + len(guards.since_submission),
+        guards_note=(
+            "The approver sees every one of them above the decision buttons."
+            if budget.state in EDITABLE_STATES
+            else "As frozen in the snapshot at submission, and any that arose since."
+        ),
         can=allowed_actions(user, budget),
         action_form=BudgetActionForm(),
         approvals_recorded=budget_approvals_recorded(budget),

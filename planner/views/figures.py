@@ -17,6 +17,7 @@ from planner.breakdowns import (
 from planner.labels import MEMORY_PARTS, STEP_PARTS
 from planner.models import EstimationRun, RunStatus, Scenario
 from planner.selectors import ComparisonRow, comparison_rows
+from planner.services.budget_warnings import run_warnings
 
 BOTTLENECKS = {
     "compute": "Compute",
@@ -220,6 +221,7 @@ def _table_row(row: ComparisonRow) -> dict[str, Any]:
         "method": training_method(result.get("training_method")) if result else None,
         "unconverted": bool(row.run) and row.cost_p50 is None,
         "run_currency": budget.get("currency", ""),
+        "warnings": run_warnings(row.run, project=row.scenario.project) if row.run else [],
     }
 
 
@@ -270,6 +272,7 @@ def comparison_context(scenarios: Iterable[Scenario], currency: str) -> dict[str
     table = [_table_row(row) for row in rows]
     return {
         "table": table,
+        "any_warnings": any(item["warnings"] for item in table),
         # A training column only where some scenario is not plain full training.
         "show_methods": any(item["method"] and not item["method"].plain for item in table),
         "chart_data": _chart_data(rows, currency),

@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from planner import selectors, services
 from planner.errors import NotAllowed, PlannerError
-from planner.models import EstimationRun
+from planner.models import EstimationRun, RunStatus
+from planner.services.budget_warnings import run_warnings
 from planner.views.common import can_author, forbidden
 from planner.views.figures import run_figures
 
@@ -37,8 +38,10 @@ def run_start(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_object_or_404(selectors.runs_for(request.user), pk=pk)
+    succeeded = run.status == RunStatus.SUCCEEDED
     context = {
         "run": run,
+        "guards": run_warnings(run) if succeeded else [],
         "scenario": run.scenario,
         "project": run.scenario.project,
         "figures": run_figures(run),

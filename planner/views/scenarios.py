@@ -59,6 +59,15 @@ def _form_page(
     return render(request, "planner/scenario_form.html", context)
 
 
+def _saved(request: HttpRequest, scenario: Scenario, text: str) -> HttpResponse:
+    """Say it is saved, and warn at once when its stated layout does not fit in memory."""
+    messages.success(request, text)
+    note = services.scenario_fit_note(scenario.spec)
+    if note:
+        messages.warning(request, note)
+    return redirect(scenario)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
@@ -77,8 +86,7 @@ def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
         except PlannerError as error:
             planner_error_add(form, error)
         else:
-            messages.success(request, f"Added the scenario '{scenario.name}'.")
-            return redirect(scenario)
+            return _saved(request, scenario, f"Added the scenario '{scenario.name}'.")
     return _form_page(request, form, project, None, recipe_id)
 
 
@@ -104,8 +112,7 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except PlannerError as error:
             planner_error_add(form, error)
         else:
-            messages.success(request, "Saved. Runs made before keep the inputs they used.")
-            return redirect(scenario)
+            return _saved(request, scenario, "Saved. Runs made before keep the inputs they used.")
     return _form_page(request, form, scenario.project, scenario)
 
 
@@ -131,8 +138,7 @@ def scenario_json_edit(request: HttpRequest, pk: int) -> HttpResponse:
         except PlannerError as error:
             planner_error_add(form, error)
         else:
-            messages.success(request, "Saved the scenario JSON.")
-            return redirect(scenario)
+            return _saved(request, scenario, "Saved the scenario JSON.")
     context = {"form": form, "scenario": scenario, "project": scenario.project}
     return render(request, "planner/scenario_json.html", context)
 
@@ -165,8 +171,7 @@ def scenario_import(request: HttpRequest, pk: int) -> HttpResponse:
         except PlannerError as error:
             planner_error_add(form, error)
         else:
-            messages.success(request, f"Imported the scenario '{scenario.name}'.")
-            return redirect(scenario)
+            return _saved(request, scenario, f"Imported the scenario '{scenario.name}'.")
     return render(request, "planner/scenario_import.html", {"form": form, "project": project})
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from django.db import IntegrityError, transaction
+
 from planner.lib.actors import OptionalActor, actor_user
 from planner.lib.updates import model_update
 from pricing.currency import currency_code_check
@@ -29,6 +31,11 @@ def _profile_values_check(values: Mapping[str, Any]) -> None:
     onprem_inputs_check(onprem_inputs_from(values))
 
 
+def _duplicate(name: str) -> DuplicateRecord:
+    return DuplicateRecord(f"a profile named {name!r} exists", field="name")
+
+
+@transaction.atomic
 def onprem_profile_create(*, user: OptionalActor, **values: Any) -> OnPremProfile:
     values = {name: values.get(name) for name in PROFILE_FIELDS} | {
         "source": values.get("source") or "",
@@ -36,8 +43,13 @@ def onprem_profile_create(*, user: OptionalActor, **values: Any) -> OnPremProfil
     }
     _profile_values_check(values)
     if OnPremProfile.objects.filter(name=values["name"]).exists():
-        raise DuplicateRecord(f"a profile named {values['name']!r} exists", field="name")
-    return OnPremProfile.objects.create(**values, created_by=actor_user(user))
+        raise _duplicate(values["name"])
+    try:
+        # A savepoint: a concurrent save of the same name loses here, not with a 500.
+        with transaction.atomic():
+            return OnPremProfile.objects.create(**values, created_by=actor_user(user))
+    except IntegrityError as error:
+        raise _duplicate(values["name"]) from error
 
 
 def onprem_profile_update(*, profile: OnPremProfile, **changes: Any) -> OnPremProfile:
@@ -45,7 +57,7 @@ def onprem_profile_update(*, profile: OnPremProfile, **changes: Any) -> OnPremPr
     _profile_values_check(merged)
     others = OnPremProfile.objects.exclude(pk=profile.pk)
     if "name" in changes and others.filter(name=changes["name"]).exists():
-        raise DuplicateRecord(f"a profile named {changes['name']!r} exists", field="name")
+        raise _duplicate(changes["name"])
     model_update(profile, changes, allowed=PROFILE_FIELDS, refuse=PricingError)
     return profile
 

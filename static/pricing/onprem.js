@@ -7,6 +7,17 @@
   if (picker) {
     picker.querySelector("select").addEventListener("change", () => picker.submit());
   }
+  // "Save as a new profile" (pricing admins): send what the calculator shows now, copying each
+  // figure into the save form's hidden fields as it is sent.
+  const save = document.getElementById("onprem-save");
+  if (save) {
+    save.addEventListener("submit", () => {
+      for (const copy of save.querySelectorAll("[data-copy-of]")) {
+        const input = document.getElementById(copy.dataset.copyOf);
+        if (input) copy.value = input.value.trim();
+      }
+    });
+  }
   if (!form) return;
   const status = document.querySelector("[data-testid=calc-status]");
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;

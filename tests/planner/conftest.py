@@ -92,6 +92,32 @@ def small_spec(
     return preset_scenario("llama3-8b", accelerator=accelerator, num_gpus=num_gpus, tokens=tokens)
 
 
+#: Llama 3 70B on one node with ZeRO-1: ~16 bytes of model state per parameter over 8 GPUs is
+#: 140 GB per GPU before activations, well above an H100's 80 GB.
+TOO_BIG_LAYOUT = {"tp": 8, "pp": 1, "dp": 1, "micro_batch_size": 1, "zero_stage": 1,
+                  "recompute": "full"}  # fmt: skip
+
+
+def too_big_spec() -> dict[str, Any]:
+    """A scenario whose stated layout does not fit in memory (it still estimates)."""
+    return preset_scenario(
+        "llama3-70b", accelerator="H100-SXM", num_gpus=8, parallelism=TOO_BIG_LAYOUT, tokens=1e9
+    )
+
+
+def too_big_scenario(project: Project, user: User) -> Scenario:
+    """``too_big_spec`` at the GCP H100 list price."""
+    return scenario_create(
+        user=user,
+        project=project,
+        name="70B on one node",
+        spec=too_big_spec(),
+        price_source="price_entry",
+        price=list_price("H100-SXM"),
+        model_preset="llama3-70b",
+    )
+
+
 def list_price(accelerator: str, provider: str = "gcp") -> PriceEntry:
     """The on-demand list price of ``accelerator`` at ``provider`` in the demo book."""
     entries = PriceEntry.objects.filter(

@@ -302,3 +302,12 @@ def test_the_empty_form_starts_from_sensible_defaults(client_of: Client, prices:
     assert form["model_preset"].value() == "llama3-8b"
     assert form["book"].value() == PriceBook.objects.get(name=EXAMPLE_BOOK_NAME).pk
     assert "plan" not in response.context
+
+
+def test_the_default_deadline_fills_the_date_picker(client_of: Client, prices: None) -> None:
+    """In ISO, as ``<input type="date">`` needs: en-gb's 22/04/2027 left the field blank."""
+    body = client_of.get(reverse("planner:capacity")).content.decode()
+    default = (timezone.localdate() + timedelta(days=60)).isoformat()
+    assert f'type="date" name="deadline" value="{default}"' in body
+    response = _page(client_of, deadline="22/04/2027")  # not ISO: refused, never guessed
+    assert "deadline" in response.context["form"].errors

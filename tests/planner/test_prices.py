@@ -15,6 +15,7 @@ from planner.forms import ScenarioForm, price_choices
 from planner.models import Project, Scenario
 from planner.prices import (
     PRICE_MODELS,
+    device_word,
     money_per_gpu_hour,
     price_describe,
     price_get,
@@ -74,16 +75,81 @@ def test_money_per_gpu_hour_keeps_four_places_but_drops_two_trailing_zeros() -> 
     assert money_per_gpu_hour(Decimal("2.9510"), "USD") == "2.9510 USD/GPU-h"
 
 
-def test_an_entry_is_described_by_provider_region_and_pricing_type(prices: None) -> None:
+def test_money_per_gpu_hour_names_the_device_it_prices() -> None:
+    assert money_per_gpu_hour(Decimal("4.2"), "USD", "chip") == "4.20 USD/chip-h"
+
+
+@pytest.mark.parametrize(
+    ("family", "word"),
+    [
+        ("nvidia-hopper", "GPU"),
+        ("amd-cdna3", "GPU"),
+        ("google-tpu", "chip"),
+        ("aws-trainium", "chip"),
+        ("intel-gaudi", "accelerator"),
+        ("generic", "accelerator"),
+        (None, "GPU"),
+    ],
+)
+def test_device_word_says_chip_for_a_tpu_and_gpu_for_a_gpu(family: str | None, word: str) -> None:
+    assert device_word(family) == word
+
+
+def test_an_entry_is_described_by_provider_region_pricing_type_and_instance(prices: None) -> None:
     entry = list_price("H100-SXM")
     described = price_describe(entry)
-    name = f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}"
+    name = (
+        f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}, "
+        f"{entry.instance_type}"
+    )
     assert (described.source, described.kind) == ("price_entry", "Price book")
     assert (described.name, described.label) == (name, name)
     assert (described.accelerator, described.currency) == ("H100-SXM", entry.book.currency)
     assert described.price_per_gpu_hour == entry.price_per_accelerator_hour
     money = money_per_gpu_hour(entry.price_per_accelerator_hour, entry.book.currency)
     assert described.choice_label(timezone.localdate()) == f"{money} · {name} [H100-SXM]"
+
+
+def test_two_entries_alike_but_for_their_instance_type_read_apart(prices: None) -> None:
+    # AWS us-east-1 sells on-demand H100s as p5.48xlarge (8 GPUs) and p5.4xlarge (one), both
+    # at 6.88 USD/GPU-h: without the instance type the form would list the same text twice.
+    entries = PriceEntry.objects.filter(
+        provider__slug="aws", region="us-east-1", accelerator__catalog_id="H100-SXM",
+        pricing_type="on_demand",
+    )  # fmt: skip
+    today = timezone.localdate()
+    labels = [price_describe(entry).choice_label(today) for entry in entries]
+    assert len(labels) == 2
+    assert len(set(labels)) == 2
+    assert {label.split(" · ")[0] for label in labels} == {"6.88 USD/GPU-h"}
+    assert any("p5.48xlarge" in label for label in labels)
+    assert any("p5.4xlarge" in label for label in labels)
+
+
+def test_an_entry_without_an_instance_type_is_named_without_one(prices: None) -> None:
+    entry = list_price("H100-SXM")
+    entry.instance_type = ""
+    described = price_describe(entry)
+    assert described.name == (
+        f"{entry.provider.name} {entry.region}, {entry.get_pricing_type_display()}"
+    )
+
+
+def test_a_tpu_price_is_per_chip_hour(prices: None) -> None:
+    entry = list_price("TPU-v5p")
+    described = price_describe(entry)
+    assert described.device == "chip"
+    label = described.choice_label(timezone.localdate())
+    assert label.startswith(f"{entry.price_per_accelerator_hour:.2f} USD/chip-h · ")
+    assert "GPU" not in label
+
+
+def test_a_quote_counts_its_accelerators_in_their_own_word(prices: None) -> None:
+    quote = example_quote()
+    quote.accelerator = list_price("TPU-v5p").accelerator
+    assert f"(up to {quote.accelerator_count} chips, " in price_describe(quote).choice_label(
+        quote.valid_from
+    )
 
 
 def test_a_flagged_entry_says_so_in_its_choice(prices: None) -> None:

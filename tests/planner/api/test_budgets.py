@@ -26,7 +26,7 @@ from planner.models import (
 )
 from planner.snapshot import canonical_json
 from tests.planner.api.conftest import finished_run, scenario_add
-from tests.planner.conftest import api_client
+from tests.planner.conftest import api_client, too_big_scenario
 
 pytestmark = pytest.mark.django_db
 
@@ -213,6 +213,52 @@ def test_create_from_a_run_that_has_not_finished_is_a_400_on_run(
     response = requester_api.post(LIST_URL, {"run": queued.pk, "title": "t", "justification": "j"})
     assert response.status_code == 400
     assert "has not succeeded" in response.json()["run"][0]
+
+
+@pytest.fixture
+def too_big_run(
+    requester: User, scenario: Scenario, django_capture_on_commit_callbacks: Any
+) -> EstimationRun:
+    """A succeeded run whose stated layout does not fit in memory."""
+    with django_capture_on_commit_callbacks(execute=False):
+        return finished_run(too_big_scenario(scenario.project, requester), requester)
+
+
+def test_a_run_that_does_not_fit_is_a_400_on_run_unless_an_override_reason_is_given(
+    requester_api: APIClient, requester: User, too_big_run: EstimationRun
+) -> None:
+    run = too_big_run
+    body = {"run": run.pk, "title": "70B", "justification": "j"}
+    refused = requester_api.post(LIST_URL, body, format="json")
+    assert refused.status_code == 400
+    assert "does not fit in memory" in refused.json()["run"][0]
+    assert "override reason" in refused.json()["run"][0]
+    assert not BudgetRequest.objects.exists()
+    reason = "Finance wants the single-node figure; we rerun on 64 GPUs."
+    created = requester_api.post(LIST_URL, body | {"override_reason": reason}, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["override_reason"] == reason
+    detail = requester_api.get(_url(created.json()["id"])).json()
+    assert detail["warnings"][0]["code"] == "does_not_fit"
+    assert detail["warnings"][0]["severity"] == "block"
+    submitted = requester_api.post(_url(created.json()["id"], "submit"), {}, format="json")
+    assert submitted.status_code == 200, submitted.json()
+    snapshot = requester_api.get(_url(created.json()["id"])).json()["snapshot"]
+    assert snapshot["override_reason"] == reason
+    assert snapshot["warnings"][0]["code"] == "does_not_fit"
+
+
+def test_the_override_reason_cannot_be_patched_away_while_the_run_does_not_fit(
+    requester_api: APIClient, requester: User, too_big_run: EstimationRun
+) -> None:
+    run = too_big_run
+    draft = services.budget_request_create(
+        user=requester, run=run, title="70B", justification="j", override_reason="Because."
+    )
+    response = requester_api.patch(_url(draft), {"override_reason": ""}, format="json")
+    assert response.status_code == 400
+    assert "override reason" in response.json()["run"][0]
+    assert BudgetRequest.objects.get(pk=draft.pk).override_reason == "Because."
 
 
 @pytest.mark.parametrize("user_fixture", ["approver", "viewer"])

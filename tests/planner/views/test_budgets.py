@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 from decimal import Decimal
 from typing import Any
@@ -45,7 +46,8 @@ from planner.services import (
     scenario_create,
 )
 from planner.snapshot import snapshot_hash
-from tests.planner.conftest import list_price, small_spec
+from pricing.models import PriceEntry
+from tests.planner.conftest import list_price, small_spec, too_big_scenario, too_big_spec
 
 pytestmark = pytest.mark.django_db
 
@@ -583,7 +585,7 @@ def test_the_xlsx_opens_with_its_sheets(submitted: BudgetRequest, approver: User
     )
     book = load_workbook(io.BytesIO(response.content))
     assert book.sheetnames == [
-        "Summary", "Comparison", "Whole run", "Step margins", "Timeline",
+        "Summary", "Comparison", "Whole run", "Step margins", "Timeline", "Data",
     ]  # fmt: skip
     summary = {row[0]: row[1] for row in book["Summary"].iter_rows(values_only=True)}
     assert summary["Snapshot SHA-256"] == submitted.snapshot_sha256
@@ -633,3 +635,81 @@ def test_audit_events_are_only_added_by_the_pages_actions(
         args = [] if name == "budget-list" else [submitted.pk]
         client.get(reverse(f"planner:{name}", args=args))
     assert AuditEvent.objects.count() == count  # reading writes nothing
+
+
+# --- Warnings where money is committed ---------------------------------------------------------
+
+
+@pytest.fixture
+def too_big(
+    scenario: Scenario, requester: User, django_capture_on_commit_callbacks: Capture
+) -> EstimationRun:
+    big = too_big_scenario(scenario.project, requester)
+    return _finished_run(django_capture_on_commit_callbacks, requester, big)
+
+
+def test_the_run_page_says_a_run_does_not_fit(too_big: EstimationRun, requester: User) -> None:
+    html = _text(_client(requester).get(reverse("planner:run-detail", args=[too_big.pk])))
+    assert 'data-testid="run-does-not-fit"' in html
+    guards = html.split('data-testid="run-guards"', 1)[1].split("</section>", 1)[0]
+    assert 'data-code="does_not_fit"' in guards
+    assert 'data-severity="block"' in guards
+
+
+def test_the_form_asks_why_and_refuses_a_run_that_does_not_fit_without_a_reason(
+    too_big: EstimationRun, requester: User
+) -> None:
+    client = _client(requester)
+    url = reverse("planner:budget-create", args=[too_big.pk])
+    page = client.get(url)
+    assert "override_reason" in page.context["form"].fields
+    assert 'data-testid="form-guards"' in _text(page)
+    body = {"title": "70B", "justification": "Go.", "basis": "p90"}
+    refused = client.post(url, body)
+    assert refused.status_code == 200
+    assert "does not fit in memory" in refused.context["form"].errors["override_reason"][0]
+    assert not BudgetRequest.objects.exists()
+    saved = client.post(url, body | {"override_reason": "Finance asked for this figure."})
+    assert saved.status_code == 302
+    assert BudgetRequest.objects.get().override_reason == "Finance asked for this figure."
+
+
+def test_a_run_that_fits_is_not_asked_for_a_reason(
+    runs: list[EstimationRun], requester: User
+) -> None:
+    page = _client(requester).get(reverse("planner:budget-create", args=[runs[0].pk]))
+    assert "override_reason" not in page.context["form"].fields
+
+
+def test_the_approver_sees_every_warning_above_the_approve_button(
+    too_big: EstimationRun, requester: User, approver: User
+) -> None:
+    PriceEntry.objects.filter(pk=too_big.scenario.price_entry_id or 0).update(
+        data_flag="SUSPECT: GPU spot > on-demand - verify"
+    )
+    draft = budget_request_create(
+        user=requester, run=too_big, title="70B", justification="Go.", override_reason="Because."
+    )
+    budget_request_submit(user=requester, request=draft)
+    html = _text(_client(approver).get(_url("budget-detail", draft)))
+    form = html.split('data-testid="decision-form"', 1)[1]
+    warnings, buttons = form.split('data-testid="approve-budget"', 1)[0], form
+    assert 'data-code="does_not_fit"' in warnings
+    assert 'data-code="price_flagged"' in warnings
+    assert "SUSPECT: GPU spot &gt; on-demand - verify" in warnings
+    assert 'data-testid="approve-budget"' in buttons
+    assert 'data-testid="override-reason"' in html
+    assert "Because." in html.split('data-testid="override-reason"', 1)[1]
+
+
+def test_saving_a_scenario_whose_layout_does_not_fit_warns_at_once(
+    project: Project, requester: User, prices: None
+) -> None:
+    client = _client(requester)
+    scenario = too_big_scenario(project, requester)
+    response = client.post(
+        reverse("planner:scenario-json", args=[scenario.pk]),
+        {"spec": json.dumps(too_big_spec())},
+        follow=True,
+    )
+    assert any("does not fit in memory" in text for text in _messages(response))

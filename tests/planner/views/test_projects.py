@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from decimal import Decimal
+from html.parser import HTMLParser
 from typing import Any
 
 import pytest
@@ -12,7 +14,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
+from django.utils import translation
+from pytest_django.fixtures import Settings
 
+from planner.forms import ProjectEditForm
 from planner.models import EstimationRun, Organisation, Project, Scenario
 from planner.services import membership_grant, project_create
 from tests.planner.conftest import list_price
@@ -168,6 +173,89 @@ def test_a_requester_edits_a_project_through_the_form(
         "EUR",
     )
     assert project.organisation == organisation
+
+
+class _BrowserForm(HTMLParser):
+    """The fields a browser would submit from a page's form, as it would submit them.
+
+    A date input whose value is not ``yyyy-mm-dd`` is emptied, as the HTML standard's value
+    sanitisation does: that is how a localised ``22/04/2027`` turned into "no deadline".
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fields: dict[str, str] = {}
+        self._textarea: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = {key: value or "" for key, value in attrs}
+        if tag == "input" and "name" in named:
+            value = named.get("value", "")
+            if named.get("type") == "date" and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+                value = ""
+            self.fields[named["name"]] = value
+        elif tag == "textarea":
+            self._textarea = named["name"]
+            self.fields[self._textarea] = ""
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea is not None:
+            self.fields[self._textarea] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "textarea" and self._textarea is not None:
+            # A browser drops the newline that follows <textarea>.
+            self.fields[self._textarea] = self.fields[self._textarea].removeprefix("\n")
+            self._textarea = None
+
+
+def _as_a_browser_submits(html: str) -> dict[str, str]:
+    form = _BrowserForm()
+    form.feed(html)
+    return form.fields
+
+
+def test_the_edit_form_writes_the_deadline_as_iso_whatever_the_locale(
+    settings: Settings, project: Project
+) -> None:
+    settings.LANGUAGE_CODE = "en-gb"  # whose own date format is 22/04/2027
+    project.deadline = date(2027, 4, 22)
+    for language in ("en-gb", "en-us", "de"):
+        with translation.override(language):
+            html = str(ProjectEditForm(initial=ProjectEditForm.initial_from(project))["deadline"])
+        assert 'type="date"' in html
+        assert 'value="2027-04-22"' in html
+    parsed = ProjectEditForm(data={"name": "x", "currency": "USD", "deadline": "2027-04-22"})
+    assert parsed.is_valid(), parsed.errors
+    assert parsed.cleaned_data["deadline"] == date(2027, 4, 22)
+
+
+def test_editing_only_the_name_keeps_the_deadline(
+    settings: Settings, requester: User, organisation: Organisation
+) -> None:
+    settings.LANGUAGE_CODE = "en-gb"
+    project = project_create(
+        user=requester,
+        organisation=organisation,
+        name="Llama 3 8B",
+        goal="A first pass.",
+        deadline=date(2027, 4, 22),
+        budget_ceiling=Decimal(250000),
+        currency="USD",
+    )
+    client = _client(requester)
+    url = reverse("planner:project-edit", args=[project.pk])
+    fields = _as_a_browser_submits(client.get(url).content.decode())
+    assert fields["deadline"] == "2027-04-22"
+    response = client.post(url, {**fields, "name": "Llama 3 8B, second pass"})
+    assert response.status_code == 302, response.context["form"].errors
+    assert _project_values(project) == (
+        "Llama 3 8B, second pass",
+        "A first pass.",
+        date(2027, 4, 22),
+        Decimal(250000),
+        "USD",
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,84 @@
+"""The demo project: a like-for-like comparison that a new user can trust at first sight."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.test import Client
+
+from planner.celery import app as celery_app
+from planner.demo import demo_users_load
+from planner.demo_project import DEMO_CLUSTER_SIZE, DEMO_PROJECT, planner_demo_load
+from planner.models import BudgetRequest, Project
+from planner.selectors import comparison_rows
+from pricing.demo import EXAMPLE_QUOTE_REFERENCE, pricing_demo_load
+from pricing.models import VendorQuote
+
+# The demo starts its runs on commit and reads their figures back: real transactions.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def demo_project(monkeypatch: pytest.MonkeyPatch) -> Project:
+    # The demo is what `make run` loads: the embedded default, which runs tasks in-process.
+    # With a broker configured its runs go to the workers and the request waits for them;
+    # these tests check the demo's figures, so they run its tasks in-process here too.
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    demo_users_load()
+    pricing_demo_load()
+    planner_demo_load()
+    return Project.objects.get(name=DEMO_PROJECT)
+
+
+def test_demo_scenarios_compare_clusters_of_one_size(demo_project: Project) -> None:
+    scenarios = list(demo_project.scenarios.all())
+    assert len(scenarios) == 3
+    assert {scenario.num_gpus for scenario in scenarios} == {DEMO_CLUSTER_SIZE}
+
+
+def test_demo_cluster_size_is_what_the_example_quote_covers(demo_project: Project) -> None:
+    quote = VendorQuote.objects.get(reference=EXAMPLE_QUOTE_REFERENCE)
+    assert quote.accelerator_count == DEMO_CLUSTER_SIZE
+    assert f"{DEMO_CLUSTER_SIZE} x H100" in quote.terms
+
+
+def test_demo_runs_fit_each_accelerator_memory(demo_project: Project) -> None:
+    for scenario in demo_project.scenarios.all():
+        run = scenario.runs.get()
+        assert run.status == "succeeded", (scenario.name, run.error)
+        assert run.result is not None
+        assert run.result["fits_in_memory"] is True, scenario.name
+
+
+def test_demo_h100s_are_fastest_and_cheapest_and_alone_meet_the_deadline(
+    demo_project: Project,
+) -> None:
+    # The module's docstring says so; the estimator's figures must keep saying it.
+    rows = comparison_rows(demo_project.scenarios.all(), "USD")
+    fastest = next(row for row in rows if row.fastest)
+    cheapest = next(row for row in rows if row.cheapest)
+    assert fastest.scenario.accelerator_id == cheapest.scenario.accelerator_id == "H100-SXM"
+    assert demo_project.deadline is not None
+    days_left = (demo_project.deadline - demo_project.created_at.date()).days
+    on_time = [row.scenario.accelerator_id for row in rows if (row.days_p50 or 0) <= days_left]
+    assert on_time == ["H100-SXM"]
+
+
+def test_demo_budget_request_is_for_the_h100s_within_the_ceiling(demo_project: Project) -> None:
+    request = BudgetRequest.objects.get(project=demo_project)
+    budget, ceiling = request.run.budget, demo_project.budget_ceiling
+    assert request.run.scenario.accelerator_id == "H100-SXM"
+    assert budget is not None
+    assert ceiling is not None
+    assert Decimal(budget["cost"]["p90"]) <= ceiling
+
+
+def test_demo_dashboard_names_the_h100s_fastest(demo_project: Project) -> None:
+    client = Client()
+    client.login(username="maya", password="maya-demo-pass")
+    page = client.get("/").content.decode()
+    assert "H100 under the example quote" in page
+    fastest = page.split("Fastest (P50)")[1].split("Budget ceiling")[0]
+    assert "H100 under the example quote" in fastest
+    assert "A100" not in fastest
