@@ -17,19 +17,33 @@ from estimator.core import ScenarioError, estimate, load_catalog, search
 from estimator.core.montecarlo import estimate_with_uncertainty
 
 EXIT_BAD_INPUT = 2
+NESTED_TOO_DEEPLY = "not valid JSON: nested too deeply"
 
 
 def _read(path: str) -> Any:
+    """The scenario JSON in ``path`` (``-``: stdin); :class:`ScenarioError` if unreadable."""
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
         raise ScenarioError("scenario", f"cannot read {path}: {exc.strerror}") from exc
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError("scenario", f"not UTF-8 text (byte {exc.start})") from None
+    return _parse(text)
+
+
+def _parse(text: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ScenarioError(
             "scenario", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from exc
+    except RecursionError:
+        raise ScenarioError("scenario", NESTED_TOO_DEEPLY) from None
+    except ValueError as exc:  # e.g. an integer of more digits than Python converts
+        raise ScenarioError("scenario", f"not valid JSON: {exc}") from None
 
 
 def _estimate(path: str, uncertainty: bool, seed: int, samples: int) -> int:
@@ -73,14 +87,25 @@ def main(argv: list[str] | None = None) -> int:
     commands.add_parser("catalog", help="list the accelerator catalog, one line each")
     args = parser.parse_args(argv)
     try:
-        if args.command == "search":
-            return _search(args.scenario, args.top, args.objective)
-        if args.command == "estimate":
-            return _estimate(args.scenario, args.uncertainty, args.seed, args.samples)
-        return _catalog()
+        return _command(args)
+    except RecursionError:  # a value nested deeper than the estimator walks it
+        return _bad_input(ScenarioError("scenario", NESTED_TOO_DEEPLY))
     except ScenarioError as exc:
-        sys.stderr.write(f"{exc.key}: {exc.reason}\n")
-        return EXIT_BAD_INPUT
+        return _bad_input(exc)
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.command == "search":
+        return _search(args.scenario, args.top, args.objective)
+    if args.command == "estimate":
+        return _estimate(args.scenario, args.uncertainty, args.seed, args.samples)
+    return _catalog()
+
+
+def _bad_input(exc: ScenarioError) -> int:
+    """One line on stderr naming the key and the reason; nothing on stdout."""
+    sys.stderr.write(f"{exc.key}: {exc.reason}\n")
+    return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

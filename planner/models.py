@@ -6,6 +6,8 @@ the organisations they are a member of. Writes go through :mod:`planner.services
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -13,6 +15,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.urls import reverse
+from django.utils import timezone
 
 from pricing.models import MONEY_DIGITS, MONEY_PLACES, OnPremProfile, PriceEntry, VendorQuote
 
@@ -238,12 +241,20 @@ class EstimationRun(models.Model):
     result = models.JSONField(null=True, blank=True, help_text="The estimator's output")
     montecarlo = models.JSONField(null=True, blank=True)
     budget = models.JSONField(null=True, blank=True, help_text="Budget figures (Decimal text)")
-    task_id = models.CharField(max_length=64, blank=True)
+    task_id = models.CharField(
+        max_length=64, blank=True, help_text="The current dispatch: only its task may run it"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    dispatched_at = models.DateTimeField(
+        null=True, blank=True, help_text="When its task reached the broker; empty: not sent yet"
+    )
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last sign of life of the worker running it"
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -251,6 +262,14 @@ class EstimationRun(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(progress__gte=0) & Q(progress__lte=1), name="run_progress_0_1"
+            )
+        ]
+        indexes = [
+            # The dispatcher's two questions: what is unsent, whose worker went quiet.
+            models.Index(
+                fields=["status", "dispatched_at"],
+                name="run_unfinished",
+                condition=Q(status__in=["queued", "running"]),
             )
         ]
 
@@ -263,6 +282,52 @@ class EstimationRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
+
+    @property
+    def state(self) -> RunState:
+        """What the run is doing, as the page, its status JSON and the dispatcher see it."""
+        return run_state(self, now=timezone.now())
+
+
+WORKER_LOST = "worker lost, retrying"
+
+
+@dataclass(frozen=True)
+class RunState:
+    """A run's liveness: ``code`` is waiting, running, worker_lost, succeeded or failed."""
+
+    code: str
+    message: str
+
+    @property
+    def is_live(self) -> bool:
+        """A worker is on it, so its percentage means something."""
+        return self.code == "running"
+
+
+def heartbeat_stale_before(now: datetime) -> datetime:
+    """A running run whose last heartbeat is older than this has lost its worker."""
+    return now - timedelta(seconds=settings.RUN_STALE_AFTER_S)
+
+
+def run_state(run: EstimationRun, *, now: datetime) -> RunState:
+    """Waiting (queued: unsent or unclaimed), running, worker lost, or finished."""
+    if run.is_finished:
+        return RunState(run.status, run.get_status_display())
+    if run.status == RunStatus.QUEUED:
+        if run.progress_message == WORKER_LOST:
+            return RunState("worker_lost", f"Worker lost, retrying (attempt {run.attempts + 1})…")
+        if run.dispatched_at is None:
+            return RunState(
+                "waiting",
+                "Waiting for a worker: your run is saved and will start when workers are back.",
+            )
+        return RunState("waiting", "Waiting for a worker…")
+    last_sign = run.heartbeat_at or run.started_at
+    if last_sign is not None and last_sign < heartbeat_stale_before(now):
+        seconds = int((now - last_sign).total_seconds())
+        return RunState("worker_lost", f"Worker lost, retrying: no heartbeat for {seconds} s.")
+    return RunState("running", run.progress_message or "Starting…")
 
 
 class Comparison(models.Model):
@@ -474,3 +539,46 @@ class AuditEvent(models.Model):
 
     def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
         raise StateChangeRefused("the audit trail is append-only")
+
+
+# --- Outbox ----------------------------------------------------------------------------------
+
+
+class NotificationStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    SENT = "sent", "Sent"
+    FAILED = "failed", "Failed"
+
+
+class Notification(models.Model):
+    """An e-mail written in the transaction of the change it announces (an outbox row).
+
+    A Celery task sends it after the commit; when the broker was down, the dispatcher
+    (``planner.dispatch_pending``, run by ``celery beat``) sends what ``dispatched_at`` says
+    never reached it.
+    """
+
+    subject = models.CharField(max_length=255)
+    body = models.TextField()
+    recipients = models.JSONField(default=list)
+    status = models.CharField(
+        max_length=10, choices=NotificationStatus.choices, default=NotificationStatus.PENDING
+    )
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True, help_text="Why the last attempt failed")
+    created_at = models.DateTimeField(auto_now_add=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        indexes = [
+            models.Index(
+                fields=["dispatched_at"],
+                name="notification_pending",
+                condition=Q(status="pending"),
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} ({self.status})"

@@ -1,18 +1,29 @@
 """E-mail about budget requests: approvers hear of a submission, the requester of a decision.
 
-Sent with Django's configured mail backend (the console in development, SMTP in production;
-tests read ``django.core.mail.outbox``). Mail goes out only after the transaction that made the
-change commits, so nobody is told of a transition that was rolled back. Links are absolute,
-on ``settings.SITE_URL``: a mail client has no page to resolve ``/budgets/1/`` against.
+A notification is an outbox row (:class:`planner.models.Notification`) written in the
+transaction that made the change, so nobody is told of a transition that was rolled back and
+a broker outage loses nothing. After the commit a Celery task sends it with Django's
+configured mail backend (the console in development, SMTP in production; tests read
+``django.core.mail.outbox``); a mail server that is down or refusing is tried again later, and
+mail that is not configured is a warning in the log. None of it can fail the request. Links
+are absolute, on ``settings.SITE_URL``: a mail client has no page to resolve ``/budgets/1/``
+against.
 """
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.core.mail import send_mail
-from django.db import transaction
+import logging
+from functools import partial
 
-from planner.models import BudgetRequest, Membership, Role
+from django.conf import settings
+from django.core.mail import EmailMessage, InvalidMailer
+from django.core.mail.handler import DEFAULT_MAILER_ALIAS
+from django.db import models, transaction
+from django.utils import timezone
+
+from planner.models import BudgetRequest, Membership, Notification, NotificationStatus, Role
+
+logger = logging.getLogger(__name__)
 
 
 def _approver_addresses(request: BudgetRequest) -> list[str]:
@@ -24,9 +35,97 @@ def _approver_addresses(request: BudgetRequest) -> list[str]:
 
 def _send(subject: str, body: str, recipients: list[str]) -> None:
     if recipients:
-        transaction.on_commit(
-            lambda: send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, recipients)
+        notification = Notification.objects.create(
+            subject=subject[:255], body=body, recipients=recipients
         )
+        transaction.on_commit(partial(notification_dispatch, notification_id=notification.pk))
+
+
+def notification_dispatch(*, notification_id: int) -> bool:
+    """Hand the notification to a worker; False (the dispatcher sends it later) when the
+    broker cannot be reached. Never raises: it runs after the commit of a request."""
+    # Imported here: the task module imports this one.
+    from planner.celery import publish
+    from planner.tasks import send_notification_task
+
+    try:
+        publish(send_notification_task, notification_id)
+    except Exception as error:  # the broker's errors vary by transport; any means "not sent"
+        logger.warning(
+            "notification %s is saved but not sent to a worker (%s: %s); the dispatcher "
+            "sends it when the broker is back",
+            notification_id,
+            type(error).__name__,
+            error,
+        )
+        return False
+    Notification.objects.filter(pk=notification_id, dispatched_at=None).update(
+        dispatched_at=timezone.now()
+    )
+    return True
+
+
+def notifications_dispatch() -> list[int]:
+    """Hand every pending notification that never reached the broker to a worker."""
+    unsent = Notification.objects.filter(status=NotificationStatus.PENDING, dispatched_at=None)
+    ids = list(unsent.order_by("created_at").values_list("pk", flat=True)[:500])
+    return [pk for pk in ids if notification_dispatch(notification_id=pk)]
+
+
+def notification_send(*, notification_id: int) -> str:
+    """Send a pending notification; the task's body. Returns what became of it.
+
+    Mail that is not configured (SMTP without ``DJANGO_EMAIL_HOST``) is logged once and
+    marked failed. A mail server's error is recorded on the row and raised for the task to
+    try again.
+    """
+    notification = Notification.objects.filter(
+        pk=notification_id, status=NotificationStatus.PENDING
+    ).first()
+    if notification is None:
+        return "already sent or given up"
+    message = EmailMessage(
+        notification.subject,
+        notification.body,
+        settings.DEFAULT_FROM_EMAIL,
+        notification.recipients,
+    )
+    try:
+        message.send(using=DEFAULT_MAILER_ALIAS)
+    except InvalidMailer as error:
+        logger.warning(
+            "mail is not configured (%s): notification %s to %s is not sent; set "
+            "DJANGO_EMAIL_HOST (README, Production)",
+            error,
+            notification_id,
+            ", ".join(notification.recipients),
+        )
+        _mark(notification_id, status=NotificationStatus.FAILED, error=f"not configured: {error}")
+        return "not configured"
+    except Exception as error:
+        logger.warning(
+            "notification %s: attempt %s failed, the mail server answered %s: %s",
+            notification_id,
+            notification.attempts + 1,
+            type(error).__name__,
+            error,
+        )
+        _mark(notification_id, error=f"{type(error).__name__}: {error}")
+        raise
+    _mark(notification_id, status=NotificationStatus.SENT, error="", sent_at=timezone.now())
+    return "sent"
+
+
+def notification_give_up(*, notification_id: int, error: Exception) -> None:
+    """The mail server refused every try: mark the notification failed, with the reason."""
+    logger.error("notification %s not sent, giving up: %s", notification_id, error)
+    Notification.objects.filter(pk=notification_id).update(status=NotificationStatus.FAILED)
+
+
+def _mark(notification_id: int, **fields: object) -> None:
+    Notification.objects.filter(pk=notification_id).update(
+        attempts=models.F("attempts") + 1, **fields
+    )
 
 
 def site_url(path: str) -> str:

@@ -7,6 +7,7 @@ PostgreSQL, Redis and real Celery workers. See README.md, "Production".
 
 from __future__ import annotations
 
+import ipaddress
 import warnings
 from pathlib import Path
 
@@ -41,6 +42,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # /livez answers before anything else: no host check, no https redirect, no session.
+    "planner.health.LivenessMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -49,6 +52,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A view that loses the database answers 503, not 500 (planner.lib.http).
+    "planner.lib.http.DatabaseOutageMiddleware",
 ]
 
 ROOT_URLCONF = "planner.urls"
@@ -77,7 +82,9 @@ if EMBEDDED:
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": VAR_DIR / "trainplan.sqlite3",
-            "OPTIONS": {"timeout": 20},
+            # Wait for a lock rather than fail, and take the write lock when a transaction
+            # starts: concurrent writers queue instead of answering "database is locked".
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
 else:
@@ -92,6 +99,9 @@ CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = REDIS_URL or None
+# Runs and notifications keep their state in the database, so their tasks store no result:
+# sending one never touches the result store (only `ping` asks for its result).
+CELERY_TASK_IGNORE_RESULT = True
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -109,6 +119,16 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 60),
     "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
     "unacked_restore_throttle": env_int("CELERY_UNACKED_RESTORE_THROTTLE", 10),
+}
+# The outbox: a run or an e-mail is saved with the change and sent to the broker on commit;
+# `celery -A planner beat` runs the dispatcher, which sends what the broker missed (it was
+# down) and queues again a run whose worker stopped beating, up to RUN_MAX_ATTEMPTS times.
+DISPATCH_INTERVAL_S = env_int("TRAINPLAN_DISPATCH_INTERVAL_S", 30)
+RUN_HEARTBEAT_S = env_int("TRAINPLAN_RUN_HEARTBEAT_S", 10)
+RUN_STALE_AFTER_S = env_int("TRAINPLAN_RUN_STALE_AFTER_S", 60)
+RUN_MAX_ATTEMPTS = env_int("TRAINPLAN_RUN_MAX_ATTEMPTS", 3)
+CELERY_BEAT_SCHEDULE = {
+    "dispatch-pending": {"task": "planner.dispatch_pending", "schedule": DISPATCH_INTERVAL_S}
 }
 
 if REDIS_URL:
@@ -150,9 +170,11 @@ warnings.filterwarnings("ignore", message="No directory at", module="whitenoise.
 
 # --- API ------------------------------------------------------------------------------
 REST_FRAMEWORK = {
+    # Token first: DRF answers an anonymous call 401 with `WWW-Authenticate: Token` when the
+    # first class names a scheme. Sessions serve the browsable API, with their CSRF checks.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # DRF's parsers, with JSON nested too deeply for Python answered 400 instead of 500.
@@ -177,6 +199,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        # Every operation's 400/401/403/404/409/413/429/503 answers (planner.lib.api).
+        "planner.lib.api.error_responses_hook",
+    ],
 }
 
 # --- Email ----------------------------------------------------------------------------
@@ -197,12 +224,16 @@ MAILERS = {
                 ("username", env_str("DJANGO_EMAIL_USER")),
                 ("password", env_secret("DJANGO_EMAIL_PASSWORD")),
                 ("use_tls", env_bool("DJANGO_EMAIL_USE_TLS", default=False)),
+                # A mail server that accepts and then stalls must not hold a worker forever.
+                ("timeout", env_int("DJANGO_EMAIL_TIMEOUT", 10)),
             )
             if value
         },
     }
 }
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "TrainPlan <trainplan@localhost>")
+# A notification the mail server refused is tried again this many times, backing off.
+EMAIL_MAX_RETRIES = env_int("TRAINPLAN_EMAIL_MAX_RETRIES", 8)
 # Where TrainPlan is reached from outside, for absolute links in e-mail (no trailing slash).
 SITE_URL = env_str("TRAINPLAN_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # A price book fetched longer ago than this is stale: budgets resting on it say so.
@@ -219,7 +250,17 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS
 SECURE_HSTS_PRELOAD = env_bool("DJANGO_SECURE_HSTS_PRELOAD", default=True)
 if env_bool("DJANGO_BEHIND_TLS_PROXY", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Load balancers and orchestrators probe health over plain http.
+SECURE_REDIRECT_EXEMPT = [r"^livez$", r"^readyz$", r"^healthz$"]
 X_FRAME_OPTIONS = "DENY"
+
+# --- Health ---------------------------------------------------------------------------
+# Callers from these networks (CIDR) see which service is down on /readyz; others, unless
+# staff, get the status alone. Parsed here so a typo fails at start-up.
+HEALTH_NETWORKS = [
+    str(ipaddress.ip_network(network, strict=False))
+    for network in env_list("TRAINPLAN_HEALTH_NETWORKS", ["127.0.0.0/8", "::1/128"])
+]
 
 LOGGING = {
     "version": 1,

@@ -2,29 +2,80 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+import smtplib
+
+from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from planner.services.runs import run_execute, run_fail_timeout
+from planner.notifications import notification_give_up, notification_send, notifications_dispatch
+from planner.services.runs import (
+    run_execute,
+    run_fail_timeout,
+    runs_dispatch_pending,
+    runs_recover_lost,
+)
+
+# What a mail server that is down or refusing raises: worth another try later.
+MAIL_TRANSIENT_ERRORS = (smtplib.SMTPException, OSError)
 
 
-@shared_task(name="planner.ping")
+@shared_task(name="planner.ping", ignore_result=False)
 def ping() -> str:
     """Round trip for health checks and the real-worker test."""
     return "pong"
 
 
-@shared_task(name="planner.estimation_run", acks_late=True, reject_on_worker_lost=True)
-def estimation_run_task(run_id: int) -> str:
+@shared_task(name="planner.estimation_run", bind=True, acks_late=True, reject_on_worker_lost=True)
+def estimation_run_task(self: Task, run_id: int) -> str:
     """Execute estimation run ``run_id``; returns its final status.
 
     Acknowledged only when done: if the worker dies mid-run, the broker hands the task to
     another worker and :func:`run_execute` starts the run again.
     """
     try:
-        run = run_execute(run_id=run_id)
+        run = run_execute(
+            run_id=run_id,
+            task_id=self.request.id,
+            # In eager mode the web process runs it to the end; nobody watches a heartbeat.
+            heartbeat_s=None if self.request.is_eager else settings.RUN_HEARTBEAT_S,
+        )
     except SoftTimeLimitExceeded:
         run_fail_timeout(run_id=run_id, seconds=settings.CELERY_TASK_SOFT_TIME_LIMIT)
         return "failed"
-    return run.status if run is not None else "already finished"
+    return run.status if run is not None else "skipped (finished or superseded)"
+
+
+@shared_task(
+    name="planner.send_notification",
+    bind=True,
+    acks_late=True,
+    autoretry_for=MAIL_TRANSIENT_ERRORS,
+    retry_backoff=5,
+    retry_backoff_max=600,
+    max_retries=settings.EMAIL_MAX_RETRIES,
+)
+def send_notification_task(self: Task, notification_id: int) -> str:
+    """Send notification ``notification_id``; a refusing or unreachable mail server is tried
+    again with exponential backoff (5 s, 10 s, ... up to 10 min), then given up on."""
+    final_try = self.request.retries >= settings.EMAIL_MAX_RETRIES
+    try:
+        return notification_send(notification_id=notification_id)
+    except MAIL_TRANSIENT_ERRORS as error:
+        if not final_try:
+            raise  # autoretry_for sends it again, later
+        notification_give_up(notification_id=notification_id, error=error)
+        return "failed"
+
+
+@shared_task(name="planner.dispatch_pending")
+def dispatch_pending() -> dict[str, list[int]]:
+    """The outbox's dispatcher, run by ``celery beat`` every ``DISPATCH_INTERVAL_S``: send
+    what the broker missed, queue again (or fail) runs whose worker was lost."""
+    requeued, failed = runs_recover_lost()
+    return {
+        "runs_sent": runs_dispatch_pending(),
+        "runs_requeued": requeued,
+        "runs_failed": failed,
+        "notifications_sent": notifications_dispatch(),
+    }

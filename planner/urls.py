@@ -2,19 +2,29 @@ from django.contrib import admin
 from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
-from planner import views
+from planner import health, views
+from planner.lib.api import SchemaView
+
+# Errors no view answered (unknown URL, body too large, an exception): JSON under /api/,
+# and 503 instead of 500 while the database is unreachable (planner.lib.http).
+handler400 = "planner.lib.http.bad_request"
+handler403 = "planner.lib.http.permission_denied"
+handler404 = "planner.lib.http.page_not_found"
+handler500 = "planner.lib.http.server_error"
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("healthz", views.healthz, name="healthz"),
+    path("livez", health.livez, name="livez"),
+    path("readyz", health.readyz, name="readyz"),
+    path("healthz", health.readyz, name="healthz"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("", include("planner.urls_web")),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("pricing/", include("pricing.urls")),
     path("api/v1/", include("planner.api.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

@@ -30,6 +30,13 @@ class PublishedBookImmutable(PricingError):
     kind = "conflict"
 
 
+class PriceBookGone(PricingError):
+    """The price book was deleted before the operation could lock it."""
+
+    code = "price_book_gone"
+    kind = "conflict"
+
+
 class DuplicateRecord(PricingError):
     """The record would duplicate one that exists (same natural key)."""
 

@@ -9,12 +9,14 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from planner.lib.text import nul_problem
 from planner.roles import PRICING_ADMIN, user_has_role
 from pricing import selectors, services
 from pricing.api.serializers import OnPremCostOutput, onprem_cost_data
@@ -24,6 +26,8 @@ from pricing.models import PRECISIONS, Accelerator, OnPremProfile, PriceBook
 from pricing.selectors import PriceRange
 
 DISPLAY_CURRENCY = "USD"
+#: Entries on one page of a price book.
+ENTRIES_PER_PAGE = 100
 
 View = Callable[..., HttpResponse]
 
@@ -119,6 +123,8 @@ def catalog(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def accelerator_detail(request: HttpRequest, catalog_id: str) -> HttpResponse:
+    if nul_problem(catalog_id):  # no id holds one, and PostgreSQL refuses it in a query
+        raise Http404("No accelerator has that id.")
     accelerator = get_object_or_404(Accelerator, catalog_id=catalog_id)
     ranges = selectors.accelerator_price_ranges(
         currency=DISPLAY_CURRENCY, accelerators=Accelerator.objects.filter(pk=accelerator.pk)
@@ -150,10 +156,12 @@ def price_book_list(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_GET
 def price_book_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """A book and one page of its entries (a book may hold tens of thousands)."""
     book = get_object_or_404(selectors.price_book_list(), pk=pk)
+    entries = selectors.price_entry_list().filter(book=book)
     context = {
         "book": book,
-        "entries": selectors.price_entry_list().filter(book=book),
+        "page": Paginator(entries, ENTRIES_PER_PAGE).get_page(request.GET.get("page")),
         "is_admin": _is_pricing_admin(request),
     }
     return render(request, "pricing/price_book_detail.html", context)
@@ -163,7 +171,11 @@ def price_book_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @pricing_admin_required
 def price_book_copy(request: HttpRequest, pk: int) -> HttpResponse:
     book = get_object_or_404(PriceBook, pk=pk)
-    copy = services.price_book_copy(book=book, user=request.user)
+    try:
+        copy = services.price_book_copy(book=book, user=request.user)
+    except PricingError as error:  # deleted while the copy waited for it
+        messages.error(request, error.message)
+        return redirect("pricing:price-book-list")
     messages.success(request, f"Copied to the new draft '{copy.name}'.")
     return redirect(copy)
 

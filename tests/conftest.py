@@ -142,6 +142,16 @@ def celery_worker_factory(
 
 
 @pytest.fixture
+def eager_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Celery tasks run in this process, as in the embedded default, whatever the broker.
+
+    For tests of what a task does (the demo's figures, a notification's text); the tests
+    that need a real worker start one with ``celery_worker``.
+    """
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+
+
+@pytest.fixture
 def celery_worker(celery_worker_factory: type) -> Iterator[object]:
     worker = celery_worker_factory()
     yield worker

@@ -13,6 +13,7 @@ from rest_framework import serializers
 
 from planner import selectors
 from planner.api.serializers import ScopedPrimaryKeyField, money_field
+from planner.lib.inputs import StorableInput
 from planner.models import AuditEvent, BudgetDecision, BudgetRequest, EstimationRun
 from planner.selectors import budget_requests_for
 from planner.services.budget_warnings import run_warnings, warnings_json
@@ -119,7 +120,7 @@ class BudgetRequestDetailOutput(BudgetRequestOutput):
         return warnings_json(run_warnings(request.run, project=request.project))
 
 
-class StateRefusedMixin(serializers.Serializer):
+class StateRefusedMixin(StorableInput):
     """Refuses a body that names ``state`` instead of dropping the key without a word."""
 
     def to_internal_value(self, data: Any) -> Any:
@@ -130,6 +131,8 @@ class StateRefusedMixin(serializers.Serializer):
 
 class BudgetRequestInput(StateRefusedMixin):
     """A draft request for the budget of a finished run, compared with other runs."""
+
+    storage_model = BudgetRequest
 
     run = ScopedPrimaryKeyField(EstimationRun, selectors.runs_for, help_text="A succeeded run")
     title = serializers.CharField(max_length=200)
@@ -158,6 +161,8 @@ class BudgetRequestInput(StateRefusedMixin):
 class BudgetRequestUpdateInput(StateRefusedMixin):
     """The editable fields of a draft, or of a request sent back for changes."""
 
+    storage_model = BudgetRequest
+
     title = serializers.CharField(max_length=200, required=False)
     justification = serializers.CharField(required=False)
     basis = serializers.ChoiceField(BudgetRequest.Basis.choices, required=False)
@@ -173,7 +178,9 @@ class BudgetRequestUpdateInput(StateRefusedMixin):
     )
 
 
-class BudgetTransitionInput(serializers.Serializer):
+class BudgetTransitionInput(StorableInput):
+    storage_model = BudgetDecision
+
     comment = serializers.CharField(
         required=False,
         allow_blank=True,

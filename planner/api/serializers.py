@@ -2,7 +2,9 @@
 
 No planning rule lives here: names, specs, prices and roles are checked by the services.
 Ids in the input resolve only among the objects the requesting user can see, so an id from
-another organisation is a 400 on that field, exactly like an id that does not exist.
+another organisation is a 400 on that field, exactly like an id that does not exist. Every
+input serializer derives from :class:`planner.lib.inputs.StorableInput`: text PostgreSQL
+cannot store (a NUL anywhere, even inside ``spec``; too long for its column) is a 400.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from rest_framework import serializers
 
 from planner import selectors
 from planner.lib.actors import Actor
+from planner.lib.inputs import StorableInput
 from planner.models import (
     Comparison,
     EstimationRun,
@@ -52,34 +55,6 @@ class ScopedPrimaryKeyField(serializers.PrimaryKeyRelatedField):
     def get_queryset(self) -> QuerySet[Any]:
         request = self.context.get("request")
         return self.selector(request.user if request is not None else AnonymousUser())
-
-
-def _holds_null_character(value: Any) -> bool:
-    # A loop, not recursion: the JSON may be nested as deep as the parser allowed.
-    pending = [value]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, str) and "\x00" in item:
-            return True
-        if isinstance(item, dict):
-            pending.extend(item.keys())
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return False
-
-
-class StorableJSONField(serializers.JSONField):
-    """Any JSON value (the services check its meaning) that the database can store: text
-    may not hold the NUL character, which PostgreSQL's ``jsonb`` refuses."""
-
-    default_error_messages = {"null_characters": "Null characters are not allowed."}
-
-    def to_internal_value(self, data: Any) -> Any:
-        value = super().to_internal_value(data)
-        if _holds_null_character(value):
-            self.fail("null_characters")
-        return value
 
 
 def money_field(**kwargs: Any) -> serializers.DecimalField:
@@ -129,7 +104,9 @@ class ProjectOutput(serializers.ModelSerializer):
         ]
 
 
-class ProjectInput(serializers.Serializer):
+class ProjectInput(StorableInput):
+    storage_model = Project
+
     organisation = ScopedPrimaryKeyField(Organisation, selectors.organisations_for)
     name = serializers.CharField(max_length=200)
     goal = serializers.CharField(required=False, allow_blank=True)
@@ -196,8 +173,10 @@ class ScenarioOutput(serializers.ModelSerializer):
         return price_snapshot(scenario)
 
 
-class PriceInput(serializers.Serializer):
+class PriceInput(StorableInput):
     """Where the price comes from: ``price_source`` and the id of that source's record."""
+
+    storage_model = Scenario
 
     price_source = serializers.ChoiceField(PriceSource.choices)
     price_entry = serializers.PrimaryKeyRelatedField(
@@ -245,7 +224,7 @@ class ScenarioInput(PriceInput):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True)
     model_preset = serializers.CharField(max_length=40, required=False, allow_blank=True)
-    spec = StorableJSONField(
+    spec = serializers.JSONField(
         help_text="The scenario in the estimator's format, version 1 (scenario-format.md)"
     )
     pue = serializers.DecimalField(max_digits=4, decimal_places=2, required=False)
@@ -257,15 +236,17 @@ class ScenarioUpdateInput(ScenarioInput):
     project = None  # type: ignore[assignment]  # a scenario never moves to another project
 
 
-class ScenarioDocument(serializers.Serializer):
+class ScenarioDocument(StorableInput):
     """A scenario as a portable document: what ``export`` returns and ``import`` reads."""
+
+    storage_model = Scenario
 
     format = serializers.CharField(help_text='"trainplan-scenario"')
     version = serializers.IntegerField()
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True)
     model_preset = serializers.CharField(max_length=40, required=False, allow_blank=True)
-    scenario = StorableJSONField(help_text="The scenario in the estimator's format")
+    scenario = serializers.JSONField(help_text="The scenario in the estimator's format")
     price_source = serializers.ChoiceField(PriceSource.choices)
     price_id = serializers.IntegerField()
     pue = serializers.DecimalField(max_digits=4, decimal_places=2, required=False)
@@ -285,6 +266,15 @@ class RunOutput(serializers.ModelSerializer):
     scenario_name = serializers.CharField(source="scenario.name", read_only=True)
     project = serializers.IntegerField(source="scenario.project_id", read_only=True)
     price = PriceSummaryOutput(read_only=True)
+    state = serializers.CharField(
+        source="state.code",
+        read_only=True,
+        help_text="waiting (saved, no worker has it yet), running, worker_lost (its worker "
+        "stopped sending heartbeats; the dispatcher queues it again), succeeded or failed",
+    )
+    state_message = serializers.CharField(
+        source="state.message", read_only=True, help_text="The state in words, for a person"
+    )
 
     class Meta:
         model = EstimationRun
@@ -294,6 +284,10 @@ class RunOutput(serializers.ModelSerializer):
             "scenario_name",
             "project",
             "status",
+            "state",
+            "state_message",
+            "dispatched_at",
+            "heartbeat_at",
             "progress",
             "progress_message",
             "error",
@@ -313,7 +307,7 @@ class RunOutput(serializers.ModelSerializer):
         ]
 
 
-class RunStartInput(serializers.Serializer):
+class RunStartInput(StorableInput):
     seed = serializers.IntegerField(
         required=False, allow_null=True, help_text="Monte Carlo seed; random when omitted"
     )
@@ -323,7 +317,9 @@ class RunStartInput(serializers.Serializer):
 # --- Comparisons ----------------------------------------------------------------------------
 
 
-class ComparisonInput(serializers.Serializer):
+class ComparisonInput(StorableInput):
+    storage_model = Comparison
+
     project = ScopedPrimaryKeyField(Project, selectors.projects_for)
     name = serializers.CharField(max_length=200)
     scenarios = ScopedPrimaryKeyField(Scenario, selectors.scenarios_for, many=True)

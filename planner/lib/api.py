@@ -1,23 +1,35 @@
-"""The REST API's shared parts: the one exception handler for both apps' domain errors, and
-the service viewset both apps' viewsets derive from (parse the input, call one service,
-render the output).
+"""The REST API's shared parts: the one exception handler for both apps' domain errors, the
+service viewset both apps' viewsets derive from (parse the input, call one service, render
+the output), and the OpenAPI schema: its error responses and the view serving it.
 
 Settings name :func:`exception_handler` in ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``, so every
-API view, viewset or not, answers a refused operation alike.
+API view, viewset or not, answers a refused operation alike, and
+:func:`error_responses_hook` in ``SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"]``.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from typing import Any, ClassVar
 
+from django.core.exceptions import RequestDataTooBig
+from django.core.signals import setting_changed
 from django.db.models import ProtectedError
+from django.dispatch import receiver
 from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import serializers, status, viewsets
+from rest_framework.exceptions import APIException
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from planner.lib.errors import DomainError
+from planner.lib.http import DATABASE_UNAVAILABLE, RETRY_SOON, TOO_LARGE, is_database_outage
+
+logger = logging.getLogger(__name__)
 
 NON_FIELD = "non_field_errors"
 KIND_STATUS = {
@@ -51,12 +63,29 @@ def protected_response(error: ProtectedError) -> Response:
 
 
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """DRF's handler, with domain errors and protected deletes answered as above."""
+    """DRF's handler, with domain errors and protected deletes answered as above, a body over
+    the size limit 413, a database outage 503, and DRF's own ``{"detail"}`` given its code."""
     if isinstance(exc, DomainError):
         return domain_error_response(exc)
     if isinstance(exc, ProtectedError):
         return protected_response(exc)
-    return drf_exception_handler(exc, context)
+    if isinstance(exc, RequestDataTooBig):
+        return Response(dict(TOO_LARGE), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if is_database_outage(exc):
+        logger.error("Database unavailable", exc_info=exc)
+        return Response(
+            dict(DATABASE_UNAVAILABLE),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers=RETRY_SOON,
+        )
+    response = drf_exception_handler(exc, context)
+    if response is not None and isinstance(exc, APIException) and _detail_only(response.data):
+        response.data["code"] = exc.get_codes()
+    return response
+
+
+def _detail_only(data: object) -> bool:
+    return isinstance(data, dict) and set(data) == {"detail"}
 
 
 class InputOutputSchema(AutoSchema):
@@ -129,3 +158,104 @@ class ServiceModelViewSet(viewsets.ModelViewSet):
 
     def service_delete(self, instance: Any) -> None:
         raise NotImplementedError
+
+
+# --- The OpenAPI schema -----------------------------------------------------------------
+
+ERROR_SCHEMA = {
+    "type": "object",
+    "description": "A refused request: what went wrong and a stable code for programs.",
+    "properties": {"detail": {"type": "string"}, "code": {"type": "string"}},
+    "required": ["detail"],
+}
+INVALID_SCHEMA = {
+    "type": "object",
+    "description": (
+        "Invalid input: ``{field: [message]}`` per field at fault (``non_field_errors`` for "
+        "the whole input), with ``detail`` and ``code`` when a rule refused it."
+    ),
+    "properties": {"detail": {"type": "string"}, "code": {"type": "string"}},
+    "additionalProperties": True,
+}
+BODY_METHODS = frozenset({"post", "put", "patch"})
+WRITE_METHODS = BODY_METHODS | {"delete"}
+# Status, description and which operations can answer it; every API path can answer these.
+ERROR_RESPONSES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
+    ("400", "Invalid input or query parameters.", None),
+    ("401", "No or invalid credentials (send `Authorization: Token <token>`).", None),
+    ("403", "Authenticated, but not allowed to do this.", None),
+    ("404", "No such object (or not visible to you), or no such page.", None),
+    ("409", "Refused by the object's current state.", WRITE_METHODS),
+    ("413", "Request body too large.", BODY_METHODS),
+    ("429", "Too many requests; try again later.", None),
+    ("503", "A service TrainPlan needs (the database) is unavailable; try again later.", None),
+)
+
+
+def error_responses_hook(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: document every operation's error answers.
+
+    Responses a view documents itself (``@extend_schema(responses=...)``) are kept.
+    """
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.setdefault("Error", ERROR_SCHEMA)
+    schemas.setdefault("InvalidInput", INVALID_SCHEMA)
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            responses = operation.setdefault("responses", {})
+            for code, description, methods in ERROR_RESPONSES:
+                if methods is None or method in methods:
+                    responses.setdefault(code, error_response(code, description))
+    return result
+
+
+def error_response(code: str, description: str) -> dict[str, Any]:
+    name = "InvalidInput" if code == "400" else "Error"
+    schema = {"$ref": f"#/components/schemas/{name}"}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI schema, generated once and then served from memory.
+
+    Generation takes about a second and is not thread-safe (drf-spectacular's inspectors keep
+    the view they look at on shared instances), so concurrent first requests wait on a lock
+    instead of generating side by side. The schema is public and the same for every caller.
+    """
+
+    _lock = threading.Lock()
+    _schemas: ClassVar[dict[str | None, dict[str, Any]]] = {}
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        # No ?version= or ?lang=: one cached schema per caller-chosen value would let anyone
+        # fill memory (and hold the lock) by asking for new ones.
+        version = self.api_version or request.version
+        filename = self._get_filename(request, version)
+        headers = {"Content-Disposition": f'inline; filename="{filename}"'}
+        return Response(data=self.schema_for(request, version), headers=headers)
+
+    def schema_for(self, request: Request, version: str | None) -> dict[str, Any]:
+        with self._lock:
+            if version not in self._schemas:
+                generator = self.generator_class(
+                    urlconf=self.urlconf, api_version=version, patterns=self.patterns
+                )
+                self._schemas[version] = generator.get_schema(
+                    request=request, public=self.serve_public
+                )
+            return self._schemas[version]
+
+    @classmethod
+    def clear(cls) -> None:
+        with cls._lock:
+            cls._schemas.clear()
+
+
+@receiver(setting_changed)
+def _schema_settings_changed(*, setting: str, **kwargs: Any) -> None:
+    # Tests that override the API's settings or urls must not see a schema built before.
+    if setting in {"REST_FRAMEWORK", "SPECTACULAR_SETTINGS", "ROOT_URLCONF"}:
+        SchemaView.clear()

@@ -1,19 +1,31 @@
 """Estimation runs: start one (a row, then a Celery task on commit), execute it, retry it.
 
-A run copies the scenario's inputs and price when it starts. The task calls
-:func:`run_execute` with the run's id; that function is idempotent (a finished run is left
-as it is), so a task redelivered after its worker died simply runs again.
+A run copies the scenario's inputs and price when it starts. The run row is its own outbox:
+``dispatched_at`` stays empty until its task reached the broker, so a run started while the
+broker was down is saved and :func:`runs_dispatch_pending` (run by ``celery beat``) sends it
+later. The task calls :func:`run_execute` with the run's id; that function is idempotent (a
+finished run is left as it is), so a task redelivered after its worker died simply runs
+again. The worker beats on the row (``heartbeat_at``) while it runs; a run whose heartbeat
+went stale lost its worker, and the dispatcher queues it again or, after
+``RUN_MAX_ATTEMPTS``, fails it with the reason.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Callable
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
+from functools import partial
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate
@@ -21,7 +33,13 @@ from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from planner.budget_figures import budget_figures
 from planner.errors import PlannerError, RunNotRetryable
 from planner.lib.actors import Actor, actor_user
-from planner.models import EstimationRun, RunStatus, Scenario
+from planner.models import (
+    WORKER_LOST,
+    EstimationRun,
+    RunStatus,
+    Scenario,
+    heartbeat_stale_before,
+)
 from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.scenarios import price_snapshot
 from pricing.errors import PricingError
@@ -32,12 +50,35 @@ logger = logging.getLogger(__name__)
 DEFAULT_SAMPLES = 4000
 
 
-def _enqueue(run_id: int) -> None:
+def run_dispatch(*, run_id: int) -> bool:
+    """Send the run's task to the broker; False, and the run left for the dispatcher, when
+    the broker cannot be reached. Never raises: it runs after the commit of a request."""
     # Imported here: the task module imports this one.
+    from planner.celery import publish
     from planner.tasks import estimation_run_task
 
-    result = estimation_run_task.delay(run_id)
-    EstimationRun.objects.filter(pk=run_id, task_id="").update(task_id=result.id or "")
+    run = EstimationRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).first()
+    if run is None:
+        return False
+    try:
+        publish(estimation_run_task, run_id, task_id=run.task_id)
+    except Exception as error:  # the broker's errors vary by transport; any means "not sent"
+        logger.warning(
+            "run %s is saved but its task was not sent (%s: %s); the dispatcher sends it "
+            "when the broker is back",
+            run_id,
+            type(error).__name__,
+            error,
+        )
+        return False
+    EstimationRun.objects.filter(pk=run_id, task_id=run.task_id).update(
+        dispatched_at=timezone.now()
+    )
+    return True
+
+
+def _new_task_id() -> str:
+    return str(uuid.uuid4())
 
 
 @transaction.atomic
@@ -66,8 +107,9 @@ def run_start(
         },
         price=price,
         created_by=actor_user(user),
+        task_id=_new_task_id(),
     )
-    transaction.on_commit(lambda: _enqueue(run.pk))
+    transaction.on_commit(partial(run_dispatch, run_id=run.pk))
     return run
 
 
@@ -88,31 +130,85 @@ def run_retry(*, user: Actor, run: EstimationRun) -> EstimationRun:
     current = EstimationRun.objects.select_for_update().get(pk=run.pk)
     if current.status != RunStatus.FAILED:
         raise RunNotRetryable(f"Run {run.pk} is {current.status}; only a failed run is retried.")
-    current.status, current.error, current.progress = RunStatus.QUEUED, "", 0.0
-    current.progress_message, current.task_id = "", ""
-    current.save(update_fields=["status", "error", "progress", "progress_message", "task_id"])
-    transaction.on_commit(lambda: _enqueue(current.pk))
+    _queue_again(current, progress_message="")
+    current.error = ""
+    current.save(update_fields=[*REQUEUED_FIELDS, "error"])
+    transaction.on_commit(partial(run_dispatch, run_id=current.pk))
     return current
+
+
+REQUEUED_FIELDS = ["status", "progress", "progress_message", "task_id", "dispatched_at"]
+
+
+def _queue_again(run: EstimationRun, *, progress_message: str) -> None:
+    """Queued under a new task id: a task of an earlier dispatch that still turns up (the
+    broker redelivers it) finds it is no longer the run's and leaves it alone."""
+    run.status, run.progress, run.progress_message = RunStatus.QUEUED, 0.0, progress_message
+    run.task_id, run.dispatched_at = _new_task_id(), None
 
 
 def _progress_report(run_id: int) -> Callable[[float, str], None]:
     def report(fraction: float, message: str) -> None:
         EstimationRun.objects.filter(pk=run_id).update(
-            progress=min(max(fraction, 0.0), 1.0), progress_message=message[:200]
+            progress=min(max(fraction, 0.0), 1.0),
+            progress_message=message[:200],
+            heartbeat_at=timezone.now(),
         )
 
     return report
 
 
-def _claim(run_id: int) -> EstimationRun | None:
-    """Mark the run running; None when it is already finished (a redelivered task)."""
+@contextmanager
+def _heartbeat(run_id: int, every_s: float | None) -> Iterator[None]:
+    """Beat on the run row every ``every_s`` seconds while the block runs, so the run does
+    not look lost during a long step that reports no progress (the layout search)."""
+    if not every_s:
+        yield
+        return
+    stop = threading.Event()
+
+    def beat() -> None:
+        try:
+            while not stop.wait(every_s):
+                EstimationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            connection.close()  # this thread's own connection
+
+    thread = threading.Thread(target=beat, name=f"run-{run_id}-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=every_s)
+
+
+def _claim(run_id: int, task_id: str | None) -> EstimationRun | None:
+    """Mark the run running; None when it is finished (a redelivered task) or when the task
+    is not the run's current dispatch (the run was queued again since)."""
     with transaction.atomic():
         run = EstimationRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.is_finished:
             return None
+        if task_id and run.task_id and task_id != run.task_id:
+            logger.info("run %s: task %s is superseded by %s", run_id, task_id, run.task_id)
+            return None
+        now = timezone.now()
         run.status, run.attempts = RunStatus.RUNNING, run.attempts + 1
-        run.started_at, run.progress, run.progress_message = timezone.now(), 0.0, "starting"
-        run.save(update_fields=["status", "attempts", "started_at", "progress", "progress_message"])
+        run.started_at = run.heartbeat_at = now
+        run.progress, run.progress_message = 0.0, "starting"
+        run.save(
+            update_fields=[
+                "status",
+                "attempts",
+                "started_at",
+                "heartbeat_at",
+                "progress",
+                "progress_message",
+            ]
+        )
         return run
 
 
@@ -185,17 +281,22 @@ def _finish(run_id: int, **fields: Any) -> None:
     EstimationRun.objects.filter(pk=run_id).update(finished_at=timezone.now(), **fields)
 
 
-def run_execute(*, run_id: int) -> EstimationRun | None:
+def run_execute(
+    *, run_id: int, task_id: str | None = None, heartbeat_s: float | None = None
+) -> EstimationRun | None:
     """Run the estimation of ``run_id`` and store its figures; the Celery task's body.
 
+    ``task_id`` is the task's own id: a task of an earlier dispatch does nothing. With
+    ``heartbeat_s`` the run's heartbeat is written at least that often [s].
     Bad inputs (a scenario the estimator refuses) mark the run failed with the reason.
     Any other exception marks it failed too and is re-raised, so the worker logs it.
     """
-    run = _claim(run_id)
+    run = _claim(run_id, task_id)
     if run is None:
         return None
     try:
-        figures = run_compute(run, _progress_report(run_id))
+        with _heartbeat(run_id, heartbeat_s):
+            figures = run_compute(run, _progress_report(run_id))
     except (ScenarioError, PlannerError, PricingError) as error:
         message = f"{error.key}: {error.reason}" if isinstance(error, ScenarioError) else str(error)
         _finish(run_id, status=RunStatus.FAILED, error=message, progress_message="failed")
@@ -227,5 +328,49 @@ def run_fail_timeout(*, run_id: int, seconds: int) -> None:
         status=RunStatus.FAILED,
         error=f"the estimation took longer than its {seconds} s limit; retry it, or use "
         "fewer Monte Carlo samples",
+        progress_message="failed",
+    )
+
+
+def runs_dispatch_pending() -> list[int]:
+    """Send every queued run whose task never reached the broker; the ids sent."""
+    unsent = EstimationRun.objects.filter(status=RunStatus.QUEUED, dispatched_at=None)
+    run_ids = list(unsent.order_by("created_at").values_list("pk", flat=True)[:500])
+    return [run_id for run_id in run_ids if run_dispatch(run_id=run_id)]
+
+
+def runs_recover_lost() -> tuple[list[int], list[int]]:
+    """Queue again the running runs whose worker stopped beating; fail those that already
+    had ``RUN_MAX_ATTEMPTS`` tries. Returns the ids queued again and the ids failed."""
+    cutoff = heartbeat_stale_before(timezone.now())
+    requeued, failed = [], []
+    with transaction.atomic():
+        lost = (
+            EstimationRun.objects.select_for_update(skip_locked=True)
+            .filter(status=RunStatus.RUNNING)
+            .annotate(last_sign=Coalesce("heartbeat_at", "started_at"))
+            .filter(Q(last_sign__lt=cutoff) | Q(last_sign=None))
+        )
+        for run in lost:
+            if run.attempts >= settings.RUN_MAX_ATTEMPTS:
+                _fail_lost(run)
+                failed.append(run.pk)
+            else:
+                _queue_again(run, progress_message=WORKER_LOST)
+                run.save(update_fields=REQUEUED_FIELDS)
+                transaction.on_commit(partial(run_dispatch, run_id=run.pk))
+                requeued.append(run.pk)
+    if requeued or failed:
+        logger.warning("runs whose worker was lost: queued again %s, failed %s", requeued, failed)
+    return requeued, failed
+
+
+def _fail_lost(run: EstimationRun) -> None:
+    _finish(
+        run.pk,
+        status=RunStatus.FAILED,
+        error=f"the worker running this estimation was lost {run.attempts} times (it stopped "
+        "sending heartbeats: killed, out of memory or restarted); retry it, or use fewer "
+        "Monte Carlo samples",
         progress_message="failed",
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from decimal import Decimal
 from typing import Any
 
@@ -12,6 +11,7 @@ from django.utils import timezone
 from estimator.core import ScenarioError, estimate, validate_scenario
 from planner.errors import PlannerError
 from planner.lib.actors import Actor, actor_user
+from planner.lib.text import nul_problem
 from planner.lib.updates import audit_diff, model_update
 from planner.models import PriceSource, Project, Scenario
 from planner.prices import PRICE_MODELS, PriceObject, price_describe, price_get
@@ -28,8 +28,9 @@ def scenario_spec_check(spec: Any) -> dict[str, Any]:
     """Validate a scenario in the contract's format; errors name ``spec.<key>``."""
     if not isinstance(spec, dict):
         raise PlannerError("must be a JSON object in the scenario format", field="spec")
-    if "\\u0000" in json.dumps(spec):
-        raise PlannerError("must not contain the NUL character", field="spec")
+    problem = nul_problem(spec)
+    if problem:
+        raise PlannerError(problem, field="spec")
     try:
         validate_scenario(spec)
     except ScenarioError as error:

@@ -1,5 +1,5 @@
-"""Pages of the planner. The root urlconf uses ``home`` and ``healthz``; the rest are in
-``planner.urls_web``."""
+"""Pages of the planner. The root urlconf uses ``home`` (the health probes are in
+``planner.health``); the rest are in ``planner.urls_web``."""
 
 from planner.views.budgets import (
     budget_approve,
@@ -16,7 +16,7 @@ from planner.views.budgets import (
     budget_submit,
     budget_xlsx,
 )
-from planner.views.general import healthz, home
+from planner.views.general import home
 
 __all__ = [
     "budget_approve",
@@ -32,6 +32,5 @@ __all__ = [
     "budget_snapshot",
     "budget_submit",
     "budget_xlsx",
-    "healthz",
     "home",
 ]

@@ -30,7 +30,15 @@ def run_start(request: HttpRequest, pk: int) -> HttpResponse:
     except PlannerError as error:
         messages.error(request, error.message)
         return redirect(scenario)
-    messages.success(request, f"Started run {run.pk} of '{scenario.name}'.")
+    run.refresh_from_db(fields=["status", "dispatched_at"])
+    if run.status == RunStatus.QUEUED and run.dispatched_at is None:
+        messages.warning(
+            request,
+            f"Run {run.pk} of '{scenario.name}' is saved, but no worker can be reached: "
+            "it will start when workers are back.",
+        )
+    else:
+        messages.success(request, f"Started run {run.pk} of '{scenario.name}'.")
     return redirect(run)
 
 
@@ -52,10 +60,14 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def status_data(run: EstimationRun) -> dict[str, object]:
+    state = run.state
     return {
         "id": run.pk,
         "status": run.status,
         "status_label": run.get_status_display(),
+        # waiting, running, worker_lost, succeeded or failed: what the bar shows
+        "state": state.code,
+        "state_message": state.message,
         "progress": run.progress,
         "progress_message": run.progress_message,
         "error": run.error,

@@ -1,6 +1,8 @@
 """Input serializers parse and type-check requests; output serializers render records.
 
 No business rule lives here: ranges, immutability and duplicates are the services' job.
+Every input serializer derives from :class:`planner.lib.inputs.StorableInput`, so text
+PostgreSQL cannot store (a NUL, too long for its column) is a 400 naming the field.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from planner.lib.inputs import StorableInput
 from pricing.models import (
     MONEY_DIGITS,
     MONEY_PLACES,
@@ -69,7 +72,9 @@ class AcceleratorOutput(serializers.ModelSerializer):
         ]
 
 
-class AcceleratorInput(serializers.Serializer):
+class AcceleratorInput(StorableInput):
+    storage_model = Accelerator
+
     catalog_id = serializers.CharField(max_length=64)
     name = serializers.CharField(max_length=200)
     vendor = serializers.CharField(max_length=100)
@@ -102,7 +107,9 @@ class ProviderOutput(serializers.ModelSerializer):
         fields = ["slug", "name", "kind", "website", "notes"]
 
 
-class ProviderInput(serializers.Serializer):
+class ProviderInput(StorableInput):
+    storage_model = Provider
+
     slug = serializers.SlugField(max_length=64)
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=Provider.Kind.choices)
@@ -139,7 +146,9 @@ class PriceBookOutput(serializers.ModelSerializer):
         return book.entries.count() if count is None else count
 
 
-class PriceBookInput(serializers.Serializer):
+class PriceBookInput(StorableInput):
+    storage_model = PriceBook
+
     name = serializers.CharField(max_length=200)
     currency = serializers.CharField(max_length=3)
     source = serializers.CharField()  # type: ignore[assignment]
@@ -148,7 +157,9 @@ class PriceBookInput(serializers.Serializer):
     dates_note = serializers.CharField(required=False, default="", allow_blank=True)
 
 
-class PriceBookCopyInput(serializers.Serializer):
+class PriceBookCopyInput(StorableInput):
+    storage_model = PriceBook
+
     name = serializers.CharField(max_length=200, required=False)
 
 
@@ -185,7 +196,9 @@ class PriceEntryOutput(serializers.ModelSerializer):
         ]
 
 
-class PriceEntryUpdateInput(serializers.Serializer):
+class PriceEntryUpdateInput(StorableInput):
+    storage_model = PriceEntry
+
     provider = serializers.SlugRelatedField(slug_field="slug", queryset=Provider.objects.all())
     region = serializers.CharField(max_length=64)
     accelerator = serializers.SlugRelatedField(
@@ -244,7 +257,9 @@ class QuoteOutput(serializers.ModelSerializer):
         return quote.validity_on(timezone.localdate())
 
 
-class QuoteInput(serializers.Serializer):
+class QuoteInput(StorableInput):
+    storage_model = VendorQuote
+
     vendor = serializers.CharField(max_length=200)
     reference = serializers.CharField(max_length=100, required=False, allow_blank=True)
     provider = serializers.SlugRelatedField(
@@ -268,7 +283,7 @@ class QuoteInput(serializers.Serializer):
 # --- On-prem --------------------------------------------------------------------------------
 
 
-class OnPremInput(serializers.Serializer):
+class OnPremInput(StorableInput):
     """The inputs of the cost model (see ``pricing.tco.OnPremInputs`` for units)."""
 
     server_price = serializers.DecimalField(max_digits=MONEY_DIGITS, decimal_places=MONEY_PLACES)
@@ -288,6 +303,8 @@ class OnPremInput(serializers.Serializer):
 
 
 class OnPremProfileInput(OnPremInput):
+    storage_model = OnPremProfile
+
     name = serializers.CharField(max_length=200)
     accelerator = serializers.SlugRelatedField(
         slug_field="catalog_id",
@@ -383,7 +400,9 @@ class ExchangeRateOutput(serializers.ModelSerializer):
         fields = ["id", "base_currency", "quote_currency", "rate", "rate_date", "source"]
 
 
-class ExchangeRateInput(serializers.Serializer):
+class ExchangeRateInput(StorableInput):
+    storage_model = ExchangeRate
+
     base_currency = serializers.CharField(max_length=3)
     quote_currency = serializers.CharField(max_length=3)
     rate = _price()
@@ -391,7 +410,7 @@ class ExchangeRateInput(serializers.Serializer):
     source = serializers.CharField()  # type: ignore[assignment]
 
 
-class ConversionQuery(serializers.Serializer):
+class ConversionQuery(StorableInput):
     amount = serializers.DecimalField(max_digits=24, decimal_places=10)
     from_currency = serializers.CharField(max_length=3)
     to_currency = serializers.CharField(max_length=3)

@@ -60,6 +60,7 @@ class ProviderViewSet(PricingModelViewSet):
 
     queryset = Provider.objects.all()
     lookup_field = "slug"
+    lookup_value_regex = r"[-a-zA-Z0-9_]+"  # a slug's characters: anything else is a 404
     filterset_class = filters.ProviderFilter
     output_serializer_class = io.ProviderOutput
     input_serializer_class = io.ProviderInput
@@ -101,10 +102,16 @@ class PriceBookViewSet(PricingModelViewSet):
         """Publish a draft: from then on neither it nor its entries can change."""
         return self.output(services.price_book_publish(book=self.get_object(), user=request.user))
 
-    @extend_schema(request=io.PriceBookCopyInput, responses={201: io.PriceBookOutput})
+    @extend_schema(
+        request=io.PriceBookCopyInput,
+        responses={
+            201: io.PriceBookOutput,
+            409: OpenApiResponse(description="The book was deleted while the copy waited for it"),
+        },
+    )
     @action(detail=True, methods=["post"])
     def copy(self, request: Request, pk: str | None = None) -> Response:
-        """Copy a book and its entries into a new draft."""
+        """Copy a book and its entries into a new draft (``copied_from`` names the book)."""
         data = io.PriceBookCopyInput(data=request.data)
         data.is_valid(raise_exception=True)
         copy = services.price_book_copy(

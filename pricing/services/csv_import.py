@@ -16,8 +16,10 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Model
 
 from planner.lib.actors import OptionalActor, actor_user
+from planner.lib.text import model_text_lengths, text_problem
 from pricing.currency import currency_code_check
 from pricing.errors import CsvImportError, CsvRowError, PricingError
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType, Provider, VendorQuote
@@ -197,12 +199,19 @@ def _row_parse(
     names: list[str],
     columns: Mapping[str, tuple[Parser, bool]],
     lookups: Lookups,
+    lengths: Mapping[str, int],
 ) -> tuple[dict[str, Any], list[CsvRowError]]:
+    """A row's values by column, or what is wrong with its cells (text the database cannot
+    store included: a NUL anywhere, text longer than its column)."""
     if len(cells) > len(names):
         return {}, [CsvRowError(line, "", f"{len(cells)} cells but {len(names)} columns")]
     values: dict[str, Any] = {}
     errors: list[CsvRowError] = []
     for name, cell in zip(names, cells + [""] * (len(names) - len(cells)), strict=True):
+        problem = text_problem(cell.strip(), max_length=lengths.get(name))
+        if problem is not None:
+            errors.append(CsvRowError(line, name, problem))
+            continue
         try:
             values[name] = columns[name][0](cell, lookups)
         except PricingError as error:
@@ -210,10 +219,23 @@ def _row_parse(
     return values, errors
 
 
+def _text_column_lengths(
+    columns: Mapping[str, tuple[Parser, bool]], model: type[Model]
+) -> dict[str, int]:
+    """The column length of each text column (the others' parsers bound their values)."""
+    lengths = model_text_lengths(model)
+    return {
+        name: lengths[name]
+        for name, (parse, _) in columns.items()
+        if parse is _text and name in lengths
+    }
+
+
 def _rows_parse(
     text: str,
     columns: Mapping[str, tuple[Parser, bool]],
     check: Callable[[dict[str, Any]], dict[str, Any]],
+    model: type[Model],
 ) -> list[ParsedRow]:
     """Parse and check every row; raise :class:`CsvImportError` listing every problem."""
     records = _records(text)
@@ -222,6 +244,7 @@ def _rows_parse(
         raise CsvImportError([CsvRowError(1, "", "the file is empty: expected a header line")])
     names = _header_check(first[1], columns)
     lookups = Lookups.load()
+    lengths = _text_column_lengths(columns, model)
     rows: list[ParsedRow] = []
     errors: list[CsvRowError] = []
     for line, cells in records:
@@ -229,7 +252,7 @@ def _rows_parse(
             continue
         if len(rows) >= MAX_ROWS:
             raise CsvImportError([CsvRowError(line, "", f"more than {MAX_ROWS} rows")])
-        values, row_errors = _row_parse(line, cells, names, columns, lookups)
+        values, row_errors = _row_parse(line, cells, names, columns, lookups, lengths)
         if not row_errors:
             try:
                 rows.append(ParsedRow(line, check(values)))
@@ -302,7 +325,7 @@ def price_book_csv_import(
         target = price_book_create(user=user, **new_book)
     else:
         raise PricingError("choose a draft price book or name a new one", field="book")
-    rows = _rows_parse(text, ENTRY_COLUMNS, _entry_row_check(target))
+    rows = _rows_parse(text, ENTRY_COLUMNS, _entry_row_check(target), PriceEntry)
     duplicates = _entry_duplicates(target, rows)
     if duplicates:
         raise CsvImportError(duplicates)
@@ -328,7 +351,7 @@ def _quote_duplicates(rows: list[ParsedRow]) -> list[CsvRowError]:
 @transaction.atomic
 def quote_csv_import(*, text: str, user: OptionalActor) -> list[VendorQuote]:
     """Import vendor quotes: all rows or none."""
-    rows = _rows_parse(text, QUOTE_COLUMNS, quote_values_check)
+    rows = _rows_parse(text, QUOTE_COLUMNS, quote_values_check, VendorQuote)
     duplicates = _quote_duplicates(rows)
     if duplicates:
         raise CsvImportError(duplicates)

@@ -9,18 +9,25 @@
 
   function show(widget, data) {
     const bar = widget.querySelector(".progress");
-    const percent = Math.round((data.progress || 0) * 100);
-    bar.classList.toggle("indeterminate", data.status === "queued");
+    // A percentage only while a worker is on the run: waiting or lost, it would look frozen.
+    const live = data.state === "running" || data.finished;
+    const percent = live ? Math.round((data.progress || 0) * 100) : 0;
+    widget.dataset.runState = data.state;
+    bar.classList.toggle("indeterminate", !live);
     bar.classList.toggle("failed", data.status === "failed");
     bar.classList.toggle("succeeded", data.status === "succeeded");
     bar.querySelector(".bar").style.width = percent + "%";
-    bar.setAttribute("aria-valuenow", String(percent));
-    const message = widget.querySelector("[data-progress-message]");
-    if (message) {
-      message.textContent = data.status === "queued" ? "Waiting for a worker…" : (data.progress_message || data.status_label);
+    if (live) {
+      bar.setAttribute("aria-valuenow", String(percent));
+      bar.removeAttribute("aria-valuetext");
+    } else {
+      bar.removeAttribute("aria-valuenow");
+      bar.setAttribute("aria-valuetext", data.state_message);
     }
+    const message = widget.querySelector("[data-progress-message]");
+    if (message) message.textContent = data.state_message || data.status_label;
     const label = widget.querySelector("[data-progress-percent]");
-    if (label) label.textContent = percent + " %";
+    if (label) label.textContent = live ? percent + " %" : "";
     const badge = document.querySelector(`[data-run-badge="${data.id}"]`);
     if (badge) {
       badge.className = "status " + data.status;

@@ -1,7 +1,14 @@
+import hashlib
+import threading
+import urllib.request
+
 import pytest
+import yaml
 from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
+
+from planner.lib.api import SchemaView
 
 pytestmark = pytest.mark.django_db
 
@@ -35,7 +42,25 @@ def test_token_endpoint_names_a_missing_field() -> None:
 
 
 def test_api_root_needs_authentication() -> None:
-    assert APIClient().get("/api/v1/").status_code in (401, 403)
+    response = APIClient().get("/api/v1/")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"] == "Token"
+    assert response.json()["code"] == "not_authenticated"
+
+
+def test_a_wrong_token_is_401_even_with_a_session(user: User, client: Client) -> None:
+    client.force_login(user)
+    response = client.get("/api/v1/", HTTP_AUTHORIZATION="Token not-a-token")
+    assert response.status_code == 401
+    assert response.json()["code"] == "authentication_failed"
+
+
+def test_session_writes_still_need_the_csrf_token(user: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    response = client.post("/api/v1/projects/", {"name": "x"}, content_type="application/json")
+    assert response.status_code == 403
+    assert "CSRF" in response.json()["detail"]
 
 
 def test_session_login_reaches_the_api(user: User, client: Client) -> None:
@@ -53,3 +78,49 @@ def test_openapi_schema_and_docs_page_are_served_without_a_cdn(client: Client) -
     html = docs.content.decode()
     assert "swagger-ui" in html
     assert "cdn" not in html.lower()
+
+
+def _schema(client: Client) -> dict:
+    return yaml.safe_load(client.get("/api/schema/").content)
+
+
+def test_schema_documents_every_operations_error_answers(client: Client) -> None:
+    schema = _schema(client)
+    assert set(schema["components"]["schemas"]["Error"]["properties"]) == {"detail", "code"}
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            documented = set(operation["responses"])
+            expected = {"400", "401", "403", "404", "429", "503"}
+            if method in ("post", "put", "patch"):
+                expected |= {"409", "413"}
+            assert expected <= documented, (method, path, expected - documented)
+            assert not any(code.startswith("5") and code != "503" for code in documented)
+
+
+def test_schema_keeps_the_error_answers_a_view_documents(client: Client) -> None:
+    errors = _schema(client)["paths"]["/api/v1/auth/token/"]["post"]["responses"]
+    assert errors["400"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/InvalidInput"
+    }
+
+
+def test_schema_is_generated_once_for_concurrent_requests(live_server: object) -> None:
+    """Eight first requests at once, on the threaded live server: one generation, all 200."""
+    SchemaView.clear()
+    start = threading.Barrier(8)
+    answers: list[tuple[int, str]] = []
+
+    def fetch() -> None:
+        start.wait()
+        url = f"{live_server}/api/schema/"
+        with urllib.request.urlopen(url, timeout=60) as response:  # noqa: S310
+            answers.append((response.status, hashlib.sha256(response.read()).hexdigest()))
+
+    threads = [threading.Thread(target=fetch) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(answers) == 8
+    assert {status for status, _ in answers} == {200}
+    assert len({digest for _, digest in answers}) == 1

@@ -393,6 +393,7 @@ def test_approvers_hear_of_a_submission_and_the_requester_of_the_decision(
     requester: User,
     approver: User,
     django_capture_on_commit_callbacks: Any,
+    eager_tasks: None,
 ) -> None:
     for user in (requester, approver):
         user.email = f"{user.username}@example.com"

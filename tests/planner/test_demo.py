@@ -7,7 +7,6 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
-from planner.celery import app as celery_app
 from planner.demo import demo_users_load
 from planner.demo_project import DEMO_CLUSTER_SIZE, DEMO_PROJECT, planner_demo_load
 from planner.models import BudgetRequest, Project
@@ -20,11 +19,10 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
-def demo_project(monkeypatch: pytest.MonkeyPatch) -> Project:
+def demo_project(eager_tasks: None) -> Project:
     # The demo is what `make run` loads: the embedded default, which runs tasks in-process.
-    # With a broker configured its runs go to the workers and the request waits for them;
-    # these tests check the demo's figures, so they run its tasks in-process here too.
-    monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
+    # With a broker configured its runs would go to the workers; these tests check the
+    # demo's figures, so they run its tasks in-process here too.
     demo_users_load()
     pricing_demo_load()
     planner_demo_load()

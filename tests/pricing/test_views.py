@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
+from django.utils import timezone
 
+from pricing import views
 from pricing.demo import pricing_demo_load
-from pricing.models import PriceBook, PriceEntry
+from pricing.models import Accelerator, PriceBook, PriceEntry, Provider
 
 pytestmark = pytest.mark.django_db
 
@@ -160,3 +163,125 @@ def test_onprem_page_shows_the_worked_example(demo: None, requester: User) -> No
     html = response.content.decode()
     assert "pricing/onprem.js" in html
     assert 'data-calculate-url="/api/v1/onprem-profiles/calculate/"' in html
+
+
+# --- A big price book, and its copy --------------------------------------------------------
+
+
+@pytest.fixture
+def big_book(demo: None) -> PriceBook:
+    """A draft of 250 entries: three pages of 100."""
+    book = PriceBook.objects.create(
+        name="Big", currency="USD", source="generated", fetched_at=timezone.now()
+    )
+    provider = Provider.objects.first()
+    accelerator = Accelerator.objects.get(catalog_id="H100-SXM")
+    PriceEntry.objects.bulk_create(
+        PriceEntry(
+            book=book,
+            provider=provider,
+            region=f"region-{index:03}",
+            accelerator=accelerator,
+            pricing_type="spot",
+            price_per_accelerator_hour=Decimal("2.5"),
+        )
+        for index in range(250)
+    )
+    return book
+
+
+def _rows(html: str) -> int:
+    table = html.split('data-testid="entries"')[1].split("</table>")[0]
+    return table.count("<tr") - 1  # less the header row
+
+
+@pytest.mark.parametrize(
+    ("page", "rows", "shown"),
+    [
+        ("", 100, "1 to 100"),
+        ("2", 100, "101 to 200"),
+        ("3", 50, "201 to 250"),
+        ("99", 50, "201 to 250"),
+        ("next", 100, "1 to 100"),
+    ],
+)
+def test_price_book_page_shows_100_entries_a_page_with_links(
+    big_book: PriceBook, requester: User, page: str, rows: int, shown: str
+) -> None:
+    url = f"/pricing/books/{big_book.pk}/" + (f"?page={page}" if page else "")
+    html = _login(requester).get(url).content.decode()
+    assert "Entries (250)" in html
+    assert _rows(html) == rows
+    assert f"Entries {shown} of 250" in html
+    assert ('href="?page=3"' in html) == (rows == 100)  # "Last" until the last page
+
+
+def test_price_book_page_size_does_not_grow_with_the_book(
+    big_book: PriceBook, requester: User, django_assert_max_num_queries: Any
+) -> None:
+    client = _login(requester)
+    with django_assert_max_num_queries(12):
+        html = client.get(f"/pricing/books/{big_book.pk}/?page=2").content
+    assert len(html) < 100_000
+
+
+def test_price_book_page_has_no_page_links_for_a_small_book(demo: None, requester: User) -> None:
+    book = PriceBook.objects.filter(entries__isnull=False).distinct().first()
+    assert book is not None
+    html = _login(requester).get(f"/pricing/books/{book.pk}/").content.decode()
+    assert 'data-testid="entry-pages"' not in html
+
+
+def test_price_book_copy_page_action_on_a_book_deleted_meanwhile(
+    published_book: PriceBook, pricing_admin: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stale = PriceBook.objects.get(pk=published_book.pk)
+    monkeypatch.setattr(views, "get_object_or_404", lambda model, pk: stale)
+    PriceBook.objects.filter(pk=published_book.pk).delete()
+    client = _login(pricing_admin)
+    response = client.post(f"/pricing/books/{published_book.pk}/copy/")
+    assert response["Location"] == "/pricing/books/"
+    assert not PriceBook.objects.exists()
+    html = client.get("/pricing/books/").content.decode()
+    assert "no longer exists" in html
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("name", "Q2\x00"),
+        ("name", "n" * 201),
+        ("currency", "US\x00"),
+        ("source", "list\x00"),
+        ("book", "1\x00"),
+        ("kind", "quotes\x00"),
+        ("fetched_at", "2026-03-01\x00"),
+    ],
+)
+def test_csv_upload_text_the_database_cannot_store_is_a_form_error(
+    demo: None, pricing_admin: User, field: str, value: str
+) -> None:
+    before = (PriceBook.objects.count(), PriceEntry.objects.count())
+    response = _login(pricing_admin).post(
+        "/pricing/import/", _upload(ENTRIES_CSV, **{field: value})
+    )
+    assert response.status_code == 200
+    assert field in response.context["form"].errors
+    assert (PriceBook.objects.count(), PriceEntry.objects.count()) == before
+
+
+def test_csv_upload_with_a_nul_in_a_cell_lists_it_as_a_problem(
+    demo: None, pricing_admin: User
+) -> None:
+    text = "provider,region,accelerator,pricing_type,currency,price_per_accelerator_hour\n"
+    text += "aws,us-east\x00-1,H100-SXM,spot,USD,2.41\n"
+    before = (PriceBook.objects.count(), PriceEntry.objects.count())
+    response = _login(pricing_admin).post("/pricing/import/", _upload(text))
+    assert response.status_code == 200
+    problems = [(p.line, p.column, p.reason) for p in response.context["problems"]]
+    assert problems == [(2, "region", "Null characters are not allowed.")]
+    assert (PriceBook.objects.count(), PriceEntry.objects.count()) == before
+
+
+def test_accelerator_page_of_an_id_with_a_nul_is_a_404(demo: None, requester: User) -> None:
+    assert _login(requester).get("/pricing/catalog/H100%00/").status_code == 404

@@ -138,3 +138,23 @@ def test_only_pricing_admins_may_save_a_profile(
 
 def test_the_save_page_takes_posts_only(worked_example: OnPremProfile, pricing_admin: User) -> None:
     assert _login(pricing_admin).get(SAVE_URL).status_code == 405
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("name", "Ours\x00", "Null characters are not allowed."),
+        ("source", "Finance\x00", "Null characters are not allowed."),
+        ("currency", "US\x00", "Null characters are not allowed."),
+        ("accelerator", "1\x00", "Null characters are not allowed."),
+        ("pue", "1.2\x00", "Enter a number."),
+        ("name", "n" * 201, "Ensure this value has at most 200 characters (it has 201)."),
+    ],
+)
+def test_text_the_database_cannot_store_is_a_form_error(
+    worked_example: OnPremProfile, pricing_admin: User, field: str, value: str, reason: str
+) -> None:
+    response = _login(pricing_admin).post(SAVE_URL, _figures(worked_example, **{field: value}))
+    assert response.status_code == 200
+    assert response.context["save_form"].errors[field] == [reason]
+    assert _profile_count() == 1

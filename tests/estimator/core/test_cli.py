@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .scenarios import SMALL, scenario
 from .test_catalog import CONTRACT_IDS
 
@@ -69,3 +71,36 @@ def test_cli_catalog_lists_every_contract_id() -> None:
     listed = [line.split()[0] for line in done.stdout.splitlines()]
     assert set(CONTRACT_IDS) <= set(listed)
     assert len(listed) == len(set(listed))
+
+
+@pytest.mark.parametrize(
+    ("stdin", "reason"),
+    [
+        ("[" * 200_000 + "]" * 200_000, "scenario: not valid JSON: nested too deeply"),
+        ('{"model":' + '{"a":' * 200_000 + "1" + "}" * 200_001, "nested too deeply"),
+        ('{"model": ' + "9" * 5000 + "}", "scenario: not valid JSON"),
+        ("", "scenario: not valid JSON"),
+    ],
+    ids=["arrays-200000-deep", "objects-200000-deep", "5000-digit-number", "empty"],
+)
+def test_cli_estimate_unparseable_json_exits_2_with_one_line(stdin: str, reason: str) -> None:
+    done = run("estimate", "-", stdin=stdin)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert reason in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_search_json_nested_too_deeply_exits_2() -> None:
+    done = run("search", "-", stdin="[" * 200_000 + "]" * 200_000)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "scenario: not valid JSON: nested too deeply\n"
+
+
+def test_cli_estimate_file_that_is_not_utf8_exits_2(tmp_path: Path) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_bytes(b'{"model": "\xff"}')
+    done = run("estimate", str(path))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == "scenario: not UTF-8 text (byte 11)\n"

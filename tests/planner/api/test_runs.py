@@ -37,6 +37,9 @@ def test_run_start_is_a_202_and_queues_the_task_on_commit(
         1000,
     )
     assert (body["scenario"], body["result"], body["attempts"]) == (scenario.pk, None, 0)
+    # Not yet sent (the commit has not run its callback): saved, waiting for a worker.
+    assert (body["state"], body["dispatched_at"], body["heartbeat_at"]) == ("waiting", None, None)
+    assert "will start when workers are back" in body["state_message"]
     assert body["inputs"]["scenario"] == scenario.spec
     assert body["price"]["id"] == scenario.price_entry_id
     assert response["Location"].endswith(f"/api/v1/runs/{body['id']}/")

@@ -8,11 +8,13 @@ tests hold in the embedded mode (eager Celery) and on PostgreSQL + Redis.
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
+from django.utils import timezone
 
 from planner.models import EstimationRun, Scenario
 from planner.services import run_execute, run_start
@@ -35,6 +37,9 @@ def test_a_run_starts_from_the_page_and_its_status_follows_it(
         "id": run.pk,
         "status": "queued",
         "status_label": "Queued",
+        "state": "waiting",  # its task is not sent: the callback above did not run
+        "state_message": "Waiting for a worker: your run is saved and will start when "
+        "workers are back.",
         "progress": 0.0,
         "progress_message": "",
         "error": "",
@@ -43,10 +48,12 @@ def test_a_run_starts_from_the_page_and_its_status_follows_it(
     }
     page = client.get(run.get_absolute_url()).content.decode()
     assert f'data-run-status-url="{status_url}"' in page  # the live progress bar polls it
+    assert 'data-run-state="waiting"' in page
     run_execute(run_id=run.pk)
     status = client.get(status_url)
     assert status["Cache-Control"].startswith("max-age=0")
     assert (status.json()["status"], status.json()["progress"]) == ("succeeded", 1.0)
+    assert (status.json()["state"], status.json()["state_message"]) == ("succeeded", "Succeeded")
     assert status.json()["finished"] is True
 
 
@@ -135,3 +142,22 @@ def test_a_viewer_cannot_start_or_retry_runs(viewer: User, scenario: Scenario) -
     assert response.status_code == 403
     assert b"Only a requester" in response.content
     assert not EstimationRun.objects.exists()
+
+
+def test_a_running_run_shows_its_percentage_and_a_lost_one_does_not(
+    requester: User, scenario: Scenario, django_capture_on_commit_callbacks: Capture
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False):
+        run = run_start(user=requester, scenario=scenario, seed=1, samples=200)
+    now = timezone.now()
+    running = {"status": "running", "progress": 0.42, "progress_message": "Monte Carlo"}
+    EstimationRun.objects.filter(pk=run.pk).update(**running, started_at=now, heartbeat_at=now)
+    client = _client(requester)
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert ('data-run-state="running"' in page, "42 %" in page) == (True, True)
+    stale = now - timedelta(minutes=5)
+    EstimationRun.objects.filter(pk=run.pk).update(started_at=stale, heartbeat_at=stale)
+    page = client.get(run.get_absolute_url()).content.decode()
+    assert 'data-run-state="worker_lost"' in page
+    assert "Worker lost, retrying: no heartbeat for 300 s." in page
+    assert "42 %" not in page

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
+from pricing.api.views import PriceBookViewSet
 from pricing.demo import WORKED_EXAMPLE
 from pricing.models import Accelerator, PriceBook, PriceEntry, Provider
 from pricing.services import exchange_rate_create, price_entry_create
@@ -371,3 +372,54 @@ def test_api_schema_documents_the_pricing_endpoints(client: Client, requester: U
         assert path in schema
     assert "OnPremCostOutput" in schema
     assert "PriceEntryInput" in schema
+
+
+# --- Copy of a deleted book, pagination -----------------------------------------------------
+
+
+def test_api_copy_of_a_book_deleted_meanwhile_is_a_409(
+    admin_api: APIClient, draft_book: PriceBook, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stale = PriceBook.objects.get(pk=draft_book.pk)
+    monkeypatch.setattr(PriceBookViewSet, "get_object", lambda self: stale)
+    PriceBook.objects.filter(pk=draft_book.pk).delete()
+    response = admin_api.post(f"/api/v1/price-books/{draft_book.pk}/copy/", {})
+    assert response.status_code == 409
+    body = response.json()
+    assert body["code"] == "price_book_gone"
+    assert "no longer exists" in body["detail"]
+    assert not PriceBook.objects.exists()
+
+
+def test_api_copy_of_a_deleted_book_is_a_404(admin_api: APIClient, draft_book: PriceBook) -> None:
+    pk = draft_book.pk
+    draft_book.delete()
+    assert admin_api.post(f"/api/v1/price-books/{pk}/copy/", {}).status_code == 404
+
+
+def test_api_entries_of_a_book_are_paginated(
+    requester_api: APIClient, draft_book: PriceBook, providers: dict[str, Provider]
+) -> None:
+    accelerator = Accelerator.objects.get(catalog_id="B200")
+    PriceEntry.objects.bulk_create(
+        PriceEntry(
+            book=draft_book,
+            provider=providers["gcp"],
+            region=f"region-{index}",
+            accelerator=accelerator,
+            pricing_type="spot",
+            price_per_accelerator_hour=Decimal("2.5"),
+        )
+        for index in range(118)
+    )
+    first = requester_api.get(f"/api/v1/price-entries/?book={draft_book.pk}").json()
+    assert (first["count"], len(first["results"]), first["previous"]) == (120, 50, None)
+    last = requester_api.get(f"/api/v1/price-entries/?book={draft_book.pk}&page=3").json()
+    assert (len(last["results"]), last["next"]) == (20, None)
+
+
+@pytest.mark.parametrize("url", ["/api/v1/providers/aws%00/", "/api/v1/accelerators/H100%00/"])
+def test_api_detail_of_a_slug_with_a_nul_is_a_404(
+    requester_api: APIClient, providers: dict[str, Provider], url: str
+) -> None:
+    assert requester_api.get(url).status_code == 404

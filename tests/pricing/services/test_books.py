@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import threading
+from datetime import date
 from decimal import Decimal
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from pricing.errors import DuplicateRecord, PricingError, PublishedBookImmutable
+from pricing.errors import DuplicateRecord, PriceBookGone, PricingError, PublishedBookImmutable
 from pricing.models import Accelerator, PriceBook, PriceEntry, Provider
 from pricing.services import (
     price_book_copy,
@@ -15,6 +19,7 @@ from pricing.services import (
     price_entry_delete,
     price_entry_update,
 )
+from pricing.services.books import ENTRY_FIELDS
 
 pytestmark = pytest.mark.django_db
 
@@ -121,3 +126,93 @@ def test_price_book_update_changes_a_draft(draft_book: PriceBook) -> None:
     price_book_update(book=draft_book, name="Q1 list prices, checked")
     draft_book.refresh_from_db()
     assert draft_book.name == "Q1 list prices, checked"
+
+
+# --- Copy: every field, in a fixed number of queries, and a source deleted meanwhile --------
+
+
+def _entries_add(book: PriceBook, count: int) -> None:
+    """``count`` entries with every field set, written directly (as a CSV import would)."""
+    provider = Provider.objects.get(slug="gcp")
+    accelerator = Accelerator.objects.get(catalog_id="B200")
+    PriceEntry.objects.bulk_create(
+        PriceEntry(
+            book=book,
+            provider=provider,
+            region=f"region-{index}",
+            accelerator=accelerator,
+            pricing_type="reserved_1y",
+            price_per_accelerator_hour=Decimal("4.5") + index,
+            instance_type="a4-highgpu-8g",
+            accelerators_per_instance=8,
+            price_per_instance_hour=(Decimal("4.5") + index) * 8,
+            minimum_count=16,
+            minimum_term_months=12,
+            observed_on=date(2026, 1, 15),
+            source=f"price list page {index}",
+            data_flag="list price, not negotiated" if index % 2 else "",
+        )
+        for index in range(count)
+    )
+
+
+def _entry_rows(book: PriceBook) -> list[tuple[object, ...]]:
+    attnames = {field.name: field.attname for field in PriceEntry._meta.concrete_fields}
+    return sorted(book.entries.values_list(*(attnames[n] for n in ENTRY_FIELDS)), key=repr)
+
+
+def test_price_book_copy_keeps_every_field_of_every_entry(published_book: PriceBook) -> None:
+    _entries_add(published_book, 30)
+    copy = price_book_copy(book=published_book, user=None, name="Q2 list")
+    assert (copy.name, copy.status, copy.copied_from) == (
+        "Q2 list",
+        PriceBook.Status.DRAFT,
+        published_book,
+    )
+    assert copy.entries.count() == 32
+    assert _entry_rows(copy) == _entry_rows(published_book)
+
+
+def test_price_book_copy_runs_the_same_queries_for_any_number_of_entries(
+    draft_book: PriceBook,
+) -> None:
+    with CaptureQueriesContext(connection) as small:
+        price_book_copy(book=draft_book, user=None)
+    _entries_add(draft_book, 200)
+    with CaptureQueriesContext(connection) as large:
+        price_book_copy(book=draft_book, user=None)
+    assert len(large.captured_queries) == len(small.captured_queries) <= 6
+
+
+def test_price_book_copy_of_a_deleted_book_is_refused(draft_book: PriceBook) -> None:
+    stale = PriceBook.objects.get(pk=draft_book.pk)
+    price_book_delete(book=draft_book)
+    with pytest.raises(PriceBookGone, match="no longer exists"):
+        price_book_copy(book=stale, user=None)
+    assert not PriceBook.objects.exists()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_price_book_copy_waits_for_a_delete_in_flight_and_refuses(draft_book: PriceBook) -> None:
+    """The copy locks the source row: it waits for a delete that holds it, then says the
+    book is gone (it used to insert a copy pointing at the deleted row: IntegrityError)."""
+    locked, release = threading.Event(), threading.Event()
+
+    def delete_and_hold() -> None:
+        try:
+            with transaction.atomic():
+                price_book_delete(book=draft_book)
+                locked.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    deleter = threading.Thread(target=delete_and_hold)
+    deleter.start()
+    assert locked.wait(10)
+    threading.Timer(0.3, release.set).start()
+    with pytest.raises(PriceBookGone):
+        price_book_copy(book=draft_book, user=None)
+    deleter.join(10)
+    assert not PriceBook.objects.exists()

@@ -212,3 +212,42 @@ def test_csv_text_decode_refuses_a_file_that_is_not_utf8() -> None:
     with pytest.raises(CsvImportError, match="1 problem"):
         csv_text_decode("provider,région\n".encode("latin-1"))
     assert csv_text_decode("\ufeffa,b\n".encode()) == "a,b\n"
+
+
+@pytest.mark.parametrize(
+    ("row", "column", "reason"),
+    [
+        ("aws,us-east\x00-1,H100-SXM,spot,USD,2.41,", "region", "Null characters"),
+        ("aws\x00,us-east-1,H100-SXM,spot,USD,2.41,", "provider", "Null characters"),
+        ("aws,us-east-1,H100-SXM,spot,USD,2.41\x00,", "price_per_accelerator_hour", "Null"),
+        (f"aws,{'r' * 65},H100-SXM,spot,USD,2.41,", "region", "no more than 64 characters"),
+    ],
+)
+def test_price_book_csv_import_text_the_database_cannot_store_is_a_problem(
+    catalog: dict[str, Accelerator],
+    providers: dict[str, Provider],
+    row: str,
+    column: str,
+    reason: str,
+) -> None:
+    before = _row_counts()
+    with pytest.raises(CsvImportError) as raised:
+        price_book_csv_import(text=f"{HEADER}\n{row}\n", user=None, new_book=NEW_BOOK)
+    [problem] = raised.value.errors
+    assert (problem.line, problem.column) == (2, column)
+    assert reason in problem.reason
+    assert _row_counts() == before
+
+
+def test_quote_csv_import_text_over_its_column_is_a_problem(
+    catalog: dict[str, Accelerator],
+) -> None:
+    text = (
+        "vendor,accelerator,accelerator_count,currency,valid_from,valid_until,"
+        "price_per_accelerator_hour,reference\n"
+        f"Acme,H100-SXM,8,USD,2026-01-01,2026-12-31,2.00,{'Q' * 101}\n"
+    )
+    with pytest.raises(CsvImportError) as raised:
+        quote_csv_import(text=text, user=None)
+    assert [(p.line, p.column) for p in raised.value.errors] == [(2, "reference")]
+    assert not VendorQuote.objects.exists()

@@ -1,0 +1,186 @@
+"""Fuzz the whole REST API with schemathesis, as each demo role, against a live server.
+
+``.ci/run`` calls this after the test suite. It builds a throwaway database (SQLite in a
+temporary folder, or with ``--database-url`` that PostgreSQL database, dropped and created
+afresh), loads the demo data, serves the app with gunicorn as in production (``DEBUG`` off,
+eager Celery) and runs schemathesis over every operation of ``/api/schema/`` as ``maya``
+(requester), ``finn`` (approver) and ``ivan`` (pricing admin), checking that nothing answers
+5xx (``not_a_server_error``) and that every status is documented
+(``status_code_conformance``). Exits 1 when schemathesis finds anything.
+
+    .venv/bin/python scripts/schemathesis_check.py
+    .venv/bin/python scripts/schemathesis_check.py --database-url postgres://postgres@127.0.0.1:5432/fuzz
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+USERS = ("maya", "finn", "ivan")  # requester, approver, pricing admin
+CHECKS = "not_a_server_error,status_code_conformance"
+SERVER_START_TIMEOUT_S = 60
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def server_env(var_dir: Path, database_url: str | None) -> dict[str, str]:
+    """Production settings over plain http on localhost, with eager Celery."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in {"DATABASE_URL", "REDIS_URL", "DJANGO_SETTINGS_MODULE"}
+    }
+    env.update(
+        DJANGO_DEBUG="0",
+        DJANGO_SECURE_SSL_REDIRECT="0",
+        DJANGO_SECURE_COOKIES="0",
+        DJANGO_SECURE_HSTS_SECONDS="0",
+        DJANGO_ALLOWED_HOSTS="127.0.0.1,localhost",
+        DJANGO_EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend",
+        TRAINPLAN_VAR_DIR=str(var_dir),
+        PYTHONUNBUFFERED="1",
+    )
+    if database_url:
+        env["DATABASE_URL"] = database_url
+    return env
+
+
+def database_recreate(database_url: str) -> None:
+    """Drop and create the PostgreSQL database the URL names: the fuzzer writes to it."""
+    import psycopg
+    from psycopg import sql
+
+    parts = urlsplit(database_url)
+    name = parts.path.lstrip("/")
+    if not name or name in {"postgres", "template0", "template1"}:
+        sys.exit(f"--database-url must name a throwaway database, got {name!r}")
+    maintenance = urlunsplit(parts._replace(path="/postgres"))
+    with psycopg.connect(maintenance, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def manage(env: dict[str, str], *args: str) -> None:
+    subprocess.run([str(BIN / "python"), "manage.py", *args], cwd=ROOT, env=env, check=True)
+
+
+@contextmanager
+def live_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
+    """gunicorn on a free port, one process with threads (SQLite allows one writer)."""
+    port = free_port()
+    command = [
+        str(BIN / "gunicorn"),
+        "planner.wsgi",
+        f"--bind=127.0.0.1:{port}",
+        "--workers=1",
+        "--threads=4",
+        "--timeout=120",
+    ]
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        wait_until_live(base_url, server)
+        yield base_url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def wait_until_live(base_url: str, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            with urllib.request.urlopen(f"{base_url}/livez", timeout=2):  # noqa: S310
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the server at {base_url} did not come up")
+
+
+def token_for(base_url: str, username: str) -> str:
+    body = json.dumps({"username": username, "password": f"{username}-demo-pass"}).encode()
+    request = urllib.request.Request(  # noqa: S310 (our own server on localhost)
+        f"{base_url}/api/v1/auth/token/",
+        data=body,
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:  # noqa: S310
+        return str(json.load(response)["token"])
+
+
+def schemathesis(base_url: str, token: str, options: argparse.Namespace, work_dir: Path) -> int:
+    command = [
+        str(BIN / "schemathesis"),
+        "run",
+        f"{base_url}/api/schema/",
+        f"--checks={CHECKS}",
+        f"--header=Authorization: Token {token}",
+        f"--max-examples={options.max_examples}",
+        f"--phases={options.phases}",
+        f"--workers={options.workers}",
+        "--request-timeout=60",
+        "--generation-database=none",
+        "--no-color",
+        *(["--seed", str(options.seed)] if options.seed is not None else []),
+    ]
+    # Run in the throwaway folder: schemathesis keeps its cache in ./.schemathesis.
+    return subprocess.run(command, cwd=work_dir, check=False).returncode
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database-url", help="a throwaway PostgreSQL database (default SQLite)")
+    parser.add_argument("--max-examples", type=int, default=5, help="cases per operation")
+    parser.add_argument("--phases", default="examples,coverage,fuzzing")
+    parser.add_argument("--workers", default="2", help="concurrent schemathesis workers")
+    parser.add_argument("--seed", type=int, help="reproduce an earlier run")
+    parser.add_argument("--users", default=",".join(USERS), help="demo users to fuzz as")
+    options = parser.parse_args()
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="trainplan-fuzz-") as tmp:
+        var_dir = Path(tmp)
+        env = server_env(var_dir, options.database_url)
+        if options.database_url:
+            database_recreate(options.database_url)
+        manage(env, "migrate", "--noinput", "-v0")
+        manage(env, "load_demo")
+        log_path = var_dir / "server.log"
+        failed: list[str] = []
+        with live_server(env, log_path) as base_url:
+            for username in options.users.split(","):
+                print(f"\n=== schemathesis as {username} against {base_url}", flush=True)
+                token = token_for(base_url, username)
+                if schemathesis(base_url, token, options, var_dir) != 0:
+                    failed.append(username)
+        if failed:
+            print(f"\n--- server log (last 6000 characters)\n{log_path.read_text()[-6000:]}")
+    elapsed = time.monotonic() - started
+    outcome = f"findings as {', '.join(failed)}" if failed else "no findings"
+    print(f"\n[schemathesis_check] {outcome} in {elapsed:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
