@@ -24,6 +24,7 @@ from estimator.core.capacity import meets_limits, pareto_frontier
 from estimator.core.presets import preset_scenario
 from planner.prices import PriceObject, price_describe
 from pricing import selectors as pricing_selectors
+from pricing.access import Viewer
 from pricing.errors import PricingError
 from pricing.models import PriceBook, PriceEntry, PricingType
 
@@ -92,8 +93,9 @@ def _converted(amount: Decimal, from_currency: str, currency: str, on: date) -> 
     return result.amount, f"{from_currency}→{currency} {result.rate} ({result.rate_date})"
 
 
-def _book_entries(book: PriceBook, include_spot: bool) -> list[PriceEntry]:
-    entries = pricing_selectors.price_entries_published().filter(book=book, data_flag="")
+def _book_entries(book: PriceBook, include_spot: bool, viewer: Viewer) -> list[PriceEntry]:
+    entries = pricing_selectors.price_entries_published(viewer=viewer)
+    entries = entries.filter(book=book, data_flag="")
     if not include_spot:
         entries = entries.exclude(pricing_type=PricingType.SPOT)
     return list(entries.order_by("price_per_accelerator_hour", "pk"))
@@ -117,11 +119,18 @@ def _cheapest_per_accelerator(
 
 
 def _book_options(
-    book: PriceBook, *, include_spot: bool, currency: str, max_gpus: int, on: date
+    book: PriceBook,
+    *,
+    include_spot: bool,
+    currency: str,
+    max_gpus: int,
+    on: date,
+    viewer: Viewer,
 ) -> PricedOptions:
     built = PricedOptions()
     catalog = load_catalog()
-    for entry in _cheapest_per_accelerator(_book_entries(book, include_spot), max_gpus, built):
+    entries = _book_entries(book, include_spot, viewer)
+    for entry in _cheapest_per_accelerator(entries, max_gpus, built):
         catalog_id = entry.accelerator.catalog_id
         if catalog_id not in catalog:
             built.skipped.append(f"{catalog_id}: not in the estimator's catalog")
@@ -133,10 +142,11 @@ def _book_options(
     return built
 
 
-def _quote_options(*, currency: str, max_gpus: int, on: date) -> PricedOptions:
+def _quote_options(*, currency: str, max_gpus: int, on: date, viewer: Viewer) -> PricedOptions:
     built = PricedOptions()
     catalog = load_catalog()
-    for quote in pricing_selectors.quotes_selectable(on=on):
+    quotes = pricing_selectors.quote_list(viewer=viewer)
+    for quote in pricing_selectors.quotes_selectable(on=on, quotes=quotes):
         catalog_id = quote.accelerator.catalog_id
         if catalog_id not in catalog:
             built.skipped.append(f"quote {quote.reference}: {catalog_id} not in the catalog")
@@ -149,10 +159,10 @@ def _quote_options(*, currency: str, max_gpus: int, on: date) -> PricedOptions:
     return built
 
 
-def _onprem_options(*, currency: str, max_gpus: int, on: date) -> PricedOptions:
+def _onprem_options(*, currency: str, max_gpus: int, on: date, viewer: Viewer) -> PricedOptions:
     built = PricedOptions()
     catalog = load_catalog()
-    for profile in pricing_selectors.onprem_profile_list():
+    for profile in pricing_selectors.onprem_profile_list(viewer=viewer):
         if price_describe(profile).accelerator not in catalog:  # "" when it names none
             built.skipped.append(f"on-prem '{profile.name}': no catalog accelerator")
             continue
@@ -171,9 +181,13 @@ def capacity_options(
     currency: str,
     max_gpus: int,
     on: date,
+    viewer: Viewer,
     include_spot: bool = False,
 ) -> PricedOptions:
     """Priced options from the chosen sources; why any price was left out is in ``skipped``.
+
+    Only prices ``viewer`` sees are options: public books' entries, and the books, quotes
+    and on-prem profiles of the viewer's organisations (:mod:`pricing.access`).
 
     A price book gives its cheapest unflagged published price per accelerator (spot prices
     only when asked), each vendor quote valid on ``on`` is capped at the accelerators it
@@ -185,13 +199,18 @@ def capacity_options(
     if book is not None:
         parts.append(
             _book_options(
-                book, include_spot=include_spot, currency=currency, max_gpus=max_gpus, on=on
+                book,
+                include_spot=include_spot,
+                currency=currency,
+                max_gpus=max_gpus,
+                on=on,
+                viewer=viewer,
             )
         )
     if include_quotes:
-        parts.append(_quote_options(currency=currency, max_gpus=max_gpus, on=on))
+        parts.append(_quote_options(currency=currency, max_gpus=max_gpus, on=on, viewer=viewer))
     if include_onprem:
-        parts.append(_onprem_options(currency=currency, max_gpus=max_gpus, on=on))
+        parts.append(_onprem_options(currency=currency, max_gpus=max_gpus, on=on, viewer=viewer))
     for part in parts:
         built.options += part.options
         built.skipped += part.skipped

@@ -1,4 +1,5 @@
-"""Demo data for the embedded default: users with known passwords, one per role.
+"""Demo data for the embedded default: users with known passwords, one per role, each a
+member of the demo organisation with that role (ivan is its pricing admin).
 
 Idempotent: running it again resets the demo passwords and adds nothing twice.
 """
@@ -10,6 +11,8 @@ from dataclasses import dataclass
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 
+from planner.organisations import Role, membership_grant
+from planner.organisations.demo import demo_organisation
 from planner.roles import ALL_ROLES, APPROVER, PRICING_ADMIN, REQUESTER
 
 
@@ -45,5 +48,13 @@ def demo_users_load() -> list[DemoUser]:
         user.is_staff = demo.is_staff
         user.set_password(demo.password)
         user.save()
+        # The groups carry the admin site's model permissions; the roles are memberships.
         user.groups.set([groups[role] for role in demo.roles])
+        _memberships_grant(user, demo.roles)
     return list(DEMO_USERS)
+
+
+def _memberships_grant(user: User, roles: tuple[str, ...]) -> None:
+    organisation = demo_organisation()
+    for role in (*roles, Role.VIEWER):
+        membership_grant(organisation=organisation, user=user, role=role)

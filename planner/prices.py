@@ -14,6 +14,7 @@ planner's vocabulary (:class:`~planner.models.PriceSource`, the scenario's price
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from datetime import date
 from decimal import Decimal
 from functools import cached_property
@@ -22,6 +23,8 @@ from typing import Any, ClassVar
 from django.db.models import QuerySet
 
 from planner.models import PriceSource
+from planner.organisations import Organisation
+from pricing.access import record_organisation_id
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 from pricing.selectors import onprem_profile_cost
 
@@ -67,12 +70,33 @@ def price_queryset(source: str) -> QuerySet[Any]:
     return PRICE_MODELS[source]._default_manager.select_related(*RELATED[source])
 
 
+def price_available_to(price: PriceObject, organisation: Organisation) -> bool:
+    """Whether ``organisation`` may price its scenarios with ``price``: an entry of a public
+    book or of its own, its own quotes and on-prem profiles."""
+    owner = record_organisation_id(price)
+    return owner is None or owner == organisation.pk
+
+
 def price_get(source: Any, pk: Any) -> PriceObject | None:
     """The record ``pk`` of price source ``source``; None when either names nothing."""
     if source not in PRICE_MODELS or not isinstance(pk, int):
         return None
     price: PriceObject | None = price_queryset(source).filter(pk=pk).first()
     return price
+
+
+def prices_get(keys: Iterable[tuple[Any, Any]]) -> dict[tuple[str, int], PriceObject]:
+    """The records named by ``(source, pk)`` pairs, one query per price source; pairs that
+    name nothing are left out (as :func:`price_get` returns None for them)."""
+    wanted: dict[str, set[int]] = {}
+    for source, pk in keys:
+        if source in PRICE_MODELS and isinstance(pk, int):
+            wanted.setdefault(source, set()).add(pk)
+    return {
+        (source, record.pk): record
+        for source, pks in wanted.items()
+        for record in price_queryset(source).filter(pk__in=pks)
+    }
 
 
 #: Families whose makers sell and price them per chip, not per GPU (Google TPU, AWS Trainium).

@@ -1,22 +1,29 @@
-"""The roles a TrainPlan user can hold, as Django groups.
+"""The roles a TrainPlan user can hold: names of :class:`planner.organisations.Role`.
 
-Requesters write proposals and budget requests, approvers sign budgets off, pricing admins
-maintain price books and quotes, viewers only read.
+A role is held per organisation, as a membership (:func:`planner.organisations.user_roles`
+checks it). The Django groups of the same names only carry the admin site's model
+permissions (the ``pricing_admin`` group may open the pricing models there); they grant
+nothing in the pages or the API.
 """
 
 from __future__ import annotations
 
 from planner.lib.actors import Actor
+from planner.organisations.models import Role
 
-REQUESTER = "requester"
-APPROVER = "approver"
-PRICING_ADMIN = "pricing_admin"
-VIEWER = "viewer"
+REQUESTER = Role.REQUESTER.value
+APPROVER = Role.APPROVER.value
+PRICING_ADMIN = Role.PRICING_ADMIN.value
+VIEWER = Role.VIEWER.value
 ALL_ROLES = (REQUESTER, APPROVER, PRICING_ADMIN, VIEWER)
 
 
 def user_has_role(user: Actor, role: str) -> bool:
-    """Superusers hold every role; others hold the roles of their groups."""
+    """Whether ``user`` is in the Django group ``role`` (superusers are in every one).
+
+    Only for the admin site's model permissions: what a user may do in an organisation is
+    their membership there (:func:`planner.organisations.user_roles`).
+    """
     if not user.is_authenticated:
         return False
     if user.is_superuser:

@@ -18,20 +18,12 @@ from planner.models import (
     BudgetRequest,
     Comparison,
     EstimationRun,
-    Organisation,
     Project,
     RunStatus,
     Scenario,
 )
+from planner.organisations import organisations_for
 from planner.services.budget_rules import budget_requests_decidable
-
-
-def organisations_for(user: Actor) -> QuerySet[Organisation]:
-    if not user.is_authenticated:
-        return Organisation.objects.none()
-    if getattr(user, "is_superuser", False):
-        return Organisation.objects.all()
-    return Organisation.objects.filter(memberships__user__pk=user.pk).distinct()
 
 
 def projects_for(user: Actor) -> QuerySet[Project]:

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import ipaddress
 import warnings
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.utils.csp import CSP
 
 from planner.env import env_bool, env_int, env_list, env_secret, env_str, local_secret_key
 
@@ -33,7 +35,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.humanize",
     "rest_framework",
-    "rest_framework.authtoken",
+    # API tokens, stored hashed, with an expiry (REST_KNOX below). rest_framework.authtoken is
+    # gone: its table (authtoken_token, tokens in clear) stays until dropped by hand.
+    "knox",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -45,6 +49,8 @@ MIDDLEWARE = [
     # /livez answers before anything else: no host check, no https redirect, no session.
     "planner.health.LivenessMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Sends SECURE_CSP on every answer, static files included (WhiteNoise answers below it).
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -133,7 +139,12 @@ CELERY_BEAT_SCHEDULE = {
 
 if REDIS_URL:
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # Login counters live here: a Redis that is down must not hold up a login.
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
@@ -148,6 +159,17 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "home"
+# Failed logins (the login page and the API's token endpoint alike, counted in the cache):
+# this many for one user name, or from one address, lock it out for LOGIN_LOCKOUT_MINUTES.
+LOGIN_MAX_FAILURES_PER_USERNAME = env_int("TRAINPLAN_LOGIN_MAX_FAILURES_PER_USERNAME", 5)
+LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("TRAINPLAN_LOGIN_MAX_FAILURES_PER_ADDRESS", 20)
+LOGIN_LOCKOUT_MINUTES = env_int("TRAINPLAN_LOGIN_LOCKOUT_MINUTES", 15)
+# API tokens (knox): valid this long, at most this many unexpired ones per user.
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(hours=env_int("TRAINPLAN_TOKEN_TTL_HOURS", 720)),
+    "TOKEN_LIMIT_PER_USER": env_int("TRAINPLAN_TOKENS_PER_USER", 10),
+    "AUTH_HEADER_PREFIX": "Token",
+}
 
 # --- Internationalisation -------------------------------------------------------------
 LANGUAGE_CODE = "en-gb"
@@ -173,7 +195,7 @@ REST_FRAMEWORK = {
     # Token first: DRF answers an anonymous call 401 with `WWW-Authenticate: Token` when the
     # first class names a scheme. Sessions serve the browsable API, with their CSRF checks.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "planner.api.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -184,6 +206,11 @@ REST_FRAMEWORK = {
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # Requests to the token endpoint per client address; the lockout (LOGIN_*) comes on top.
+    "DEFAULT_THROTTLE_RATES": {"login": env_str("TRAINPLAN_LOGIN_RATE", "10/min")},
+    # The client address is REMOTE_ADDR, or, behind this many proxies, the address they name
+    # in X-Forwarded-For (0: the header is ignored, so callers cannot pick their address).
+    "NUM_PROXIES": env_int("TRAINPLAN_NUM_PROXIES", 0),
     # Both apps' domain errors answer 400/403/409 with the field at fault (planner.lib.api).
     "EXCEPTION_HANDLER": "planner.lib.api.exception_handler",
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -207,15 +234,17 @@ SPECTACULAR_SETTINGS = {
 }
 
 # --- Email ----------------------------------------------------------------------------
+# Development prints mail to the console; production sends it over SMTP.
+EMAIL_BACKEND_PATH = env_str(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+EMAIL_SMTP = EMAIL_BACKEND_PATH.endswith("smtp.EmailBackend")
 MAILERS = {
     "default": {
-        # Development prints mail to the console; production sends it over SMTP.
-        "BACKEND": env_str(
-            "DJANGO_EMAIL_BACKEND",
-            "django.core.mail.backends.console.EmailBackend"
-            if DEBUG
-            else "django.core.mail.backends.smtp.EmailBackend",
-        ),
+        "BACKEND": EMAIL_BACKEND_PATH,
         "OPTIONS": {
             key: value
             for key, value in (
@@ -227,7 +256,9 @@ MAILERS = {
                 # A mail server that accepts and then stalls must not hold a worker forever.
                 ("timeout", env_int("DJANGO_EMAIL_TIMEOUT", 10)),
             )
-            if value
+            # The SMTP options mean something only to the SMTP backend; the console and
+            # in-memory backends refuse options they do not know.
+            if value and EMAIL_SMTP
         },
     }
 }
@@ -253,6 +284,22 @@ if env_bool("DJANGO_BEHIND_TLS_PROXY", default=False):
 # Load balancers and orchestrators probe health over plain http.
 SECURE_REDIRECT_EXEMPT = [r"^livez$", r"^readyz$", r"^healthz$"]
 X_FRAME_OPTIONS = "DENY"
+# Pages run only the scripts and styles served from static/: no inline <script>, no style=""
+# attributes, no CDN. JSON handed to scripts sits in <script type="application/json">
+# (json_script), which the browser never executes. Chart.js styles its canvas through the
+# CSSOM, which style-src does not govern.
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "font-src": [CSP.SELF],
+    "connect-src": [CSP.SELF],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.SELF],
+    "form-action": [CSP.SELF],
+    "frame-ancestors": [CSP.NONE],
+}
 
 # --- Health ---------------------------------------------------------------------------
 # Callers from these networks (CIDR) see which service is down on /readyz; others, unless

@@ -6,6 +6,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 
 from planner import health, views
 from planner.lib.api import SchemaView
+from planner.views import accounts
 
 # Errors no view answered (unknown URL, body too large, an exception): JSON under /api/,
 # and 503 instead of 500 while the database is unreachable (planner.lib.http).
@@ -21,6 +22,8 @@ urlpatterns = [
     path("healthz", health.readyz, name="healthz"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("", include("planner.urls_web")),
+    # Before Django's auth urls: the login page with the lockout (planner.lib.login_guard).
+    path("accounts/login/", accounts.LoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("pricing/", include("pricing.urls")),

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from planner.views import budgets, capacity, comparisons, projects, runs, scenarios
+from planner.views import accounts, budgets, capacity, comparisons, projects, runs, scenarios
 
 app_name = "planner"
 urlpatterns = [
@@ -43,4 +43,8 @@ urlpatterns = [
     path("budgets/<int:pk>/signoff.xlsx", budgets.budget_xlsx, name="budget-xlsx"),
     path("budgets/<int:pk>/signoff.csv", budgets.budget_csv, name="budget-csv"),
     path("budgets/<int:pk>/snapshot.json", budgets.budget_snapshot, name="budget-snapshot"),
+    path("accounts/tokens/", accounts.token_list, name="token-list"),
+    path("accounts/tokens/new/", accounts.token_create, name="token-create"),
+    path("accounts/tokens/revoke-all/", accounts.tokens_revoke_all, name="tokens-revoke-all"),
+    path("accounts/tokens/<str:token_id>/revoke/", accounts.token_revoke, name="token-revoke"),
 ]

@@ -3,6 +3,10 @@
 Published price books and their entries are read-only here (no change, delete or add
 permission), and every admin form runs the services' checks, so the admin cannot write what
 the API refuses. Writes of books, entries, quotes and profiles go through the services.
+
+Books, entries, quotes and profiles are listed for the organisations the user belongs to
+(public books too; a superuser sees all), and change only for whom :mod:`pricing.access`
+says may change them.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from pricing import services
+from pricing import access, services
 from pricing.errors import PricingError
 from pricing.models import (
     Accelerator,
@@ -139,13 +143,59 @@ class ProviderAdmin(admin.ModelAdmin):
         obj._state.adding = False
 
 
+# --- Organisations' records -----------------------------------------------------------------
+
+
+class OrganisationScopedAdmin(admin.ModelAdmin):
+    """Lists the records of the user's organisations (and public ones where
+    ``public_allowed``); a record the user may not change is read-only; a new record's
+    organisation is one the user is pricing admin of, and never changes afterwards."""
+
+    organisation_field = "organisation"
+    public_allowed = False
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        records = super().get_queryset(request)
+        return access.visible(
+            records, request.user, field=self.organisation_field, public=self.public_allowed
+        )
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = obj is None or access.may_change(request.user, obj)
+        return allowed and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        allowed = obj is None or access.may_change(request.user, obj)
+        return allowed and super().has_delete_permission(request, obj)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        if obj is not None and self.organisation_field == "organisation":
+            fields.append("organisation")
+        return fields
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "organisation":
+            kwargs["queryset"] = access.pricing_admin_organisations(request.user)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    @staticmethod
+    def organisation_of(request: HttpRequest, form: Any, *, public_allowed: bool) -> Any:
+        """The new record's organisation, checked as the API checks it."""
+        requested = form.cleaned_data.get("organisation")
+        if requested is None and not public_allowed:
+            requested = access.UNSET
+        return access.write_organisation(request.user, requested, public_allowed=public_allowed)
+
+
 # --- Price books and entries ----------------------------------------------------------------
 
 
 class PriceBookForm(forms.ModelForm):
     class Meta:
         model = PriceBook
-        fields = list(BOOK_FIELDS)
+        fields = ["organisation", *BOOK_FIELDS]
+        help_texts = {"organisation": "Empty: a public book, which every organisation sees."}
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -197,11 +247,13 @@ class PriceEntryInline(admin.TabularInline):
 
 
 @admin.register(PriceBook)
-class PriceBookAdmin(admin.ModelAdmin):
+class PriceBookAdmin(OrganisationScopedAdmin):
+    public_allowed = True
     form = PriceBookForm
     inlines = [PriceEntryInline]
-    list_display = ["name", "status", "currency", "fetched_at", "published_at"]
+    list_display = ["name", "organisation", "status", "currency", "fetched_at", "published_at"]
     list_filter = ["status", "currency"]
+    list_select_related = ["organisation"]
     readonly_fields = ["status", "published_at", "published_by", "copied_from", "created_by"]
     actions = ["publish_selected", "copy_selected"]
 
@@ -236,7 +288,8 @@ class PriceBookAdmin(admin.ModelAdmin):
             services.price_book_update(book=obj, **_changes(form, BOOK_FIELDS))
             return
         values = {name: form.cleaned_data[name] for name in BOOK_FIELDS}
-        created = services.price_book_create(user=request.user, **values)
+        organisation = self.organisation_of(request, form, public_allowed=True)
+        created = services.price_book_create(user=request.user, organisation=organisation, **values)
         obj.pk = created.pk
         obj._state.adding = False
 
@@ -256,8 +309,15 @@ class PriceBookAdmin(admin.ModelAdmin):
     @admin.action(description="Copy the selected books to new drafts")
     def copy_selected(self, request: HttpRequest, queryset: QuerySet[PriceBook]) -> None:
         for book in queryset:
-            copy = services.price_book_copy(book=book, user=request.user)
-            messages.success(request, f"Copied '{book.name}' to draft '{copy.name}'.")
+            try:
+                organisation = access.copy_organisation(request.user, book)
+                copy = services.price_book_copy(
+                    book=book, user=request.user, organisation=organisation
+                )
+            except PricingError as error:
+                messages.error(request, f"'{book.name}': {error.message}")
+            else:
+                messages.success(request, f"Copied '{book.name}' to draft '{copy.name}'.")
 
 
 class PriceEntryForm(forms.ModelForm):
@@ -270,7 +330,9 @@ class PriceEntryForm(forms.ModelForm):
         if "book" in self.fields:
             field = self.fields["book"]
             assert isinstance(field, forms.ModelChoiceField)
-            field.queryset = PriceBook.objects.filter(status=PriceBook.Status.DRAFT)
+            # Narrows the admin's choice (the user's drafts), never widens it.
+            books = field.queryset if field.queryset is not None else PriceBook.objects.all()
+            field.queryset = books.filter(status=PriceBook.Status.DRAFT)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -283,7 +345,9 @@ class PriceEntryForm(forms.ModelForm):
 
 
 @admin.register(PriceEntry)
-class PriceEntryAdmin(admin.ModelAdmin):
+class PriceEntryAdmin(OrganisationScopedAdmin):
+    organisation_field = "book__organisation"
+    public_allowed = True
     form = PriceEntryForm
     list_display = [
         "accelerator",
@@ -294,8 +358,22 @@ class PriceEntryAdmin(admin.ModelAdmin):
         "book",
         "data_flag",
     ]
-    list_filter = ["book", "pricing_type", "provider", "accelerator"]
+    # Only the books of the listed entries: another organisation's book name is no filter.
+    list_filter = [
+        ("book", admin.RelatedOnlyFieldListFilter),
+        "pricing_type",
+        "provider",
+        "accelerator",
+    ]
     list_select_related = ["accelerator", "provider", "book"]
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "book":  # the drafts the user may add entries to
+            drafts = PriceBook.objects.filter(status=PriceBook.Status.DRAFT)
+            mine = drafts.filter(organisation__in=access.pricing_admin_organisations(request.user))
+            public = drafts.filter(organisation__isnull=True)
+            kwargs["queryset"] = mine | public if access.is_staff(request.user) else mine
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def has_change_permission(self, request: HttpRequest, obj: PriceEntry | None = None) -> bool:
         published = obj is not None and _book_is_published(obj.book)
@@ -328,7 +406,7 @@ class PriceEntryAdmin(admin.ModelAdmin):
 class VendorQuoteForm(forms.ModelForm):
     class Meta:
         model = VendorQuote
-        fields = [name for name in QUOTE_FIELDS if name != "price_basis"]
+        fields = ["organisation", *(name for name in QUOTE_FIELDS if name != "price_basis")]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -338,10 +416,11 @@ class VendorQuoteForm(forms.ModelForm):
 
 
 @admin.register(VendorQuote)
-class VendorQuoteAdmin(admin.ModelAdmin):
+class VendorQuoteAdmin(OrganisationScopedAdmin):
     form = VendorQuoteForm
     list_display = [
         "vendor",
+        "organisation",
         "accelerator",
         "accelerator_count",
         "price_per_accelerator_hour",
@@ -351,14 +430,15 @@ class VendorQuoteAdmin(admin.ModelAdmin):
         "is_example",
     ]
     list_filter = ["is_example", "currency"]
-    list_select_related = ["accelerator"]
+    list_select_related = ["accelerator", "organisation"]
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
             services.quote_update(quote=obj, **_changes(form, QUOTE_FIELDS))
             return
         values = {name: form.cleaned_data.get(name) for name in QUOTE_FIELDS}
-        created = services.quote_create(user=request.user, **values)
+        organisation = self.organisation_of(request, form, public_allowed=False)
+        created = services.quote_create(user=request.user, organisation=organisation, **values)
         obj.pk = created.pk
         obj._state.adding = False
 
@@ -366,7 +446,7 @@ class VendorQuoteAdmin(admin.ModelAdmin):
 class OnPremProfileForm(forms.ModelForm):
     class Meta:
         model = OnPremProfile
-        fields = list(PROFILE_FIELDS)
+        fields = ["organisation", *PROFILE_FIELDS]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -376,16 +456,27 @@ class OnPremProfileForm(forms.ModelForm):
 
 
 @admin.register(OnPremProfile)
-class OnPremProfileAdmin(admin.ModelAdmin):
+class OnPremProfileAdmin(OrganisationScopedAdmin):
     form = OnPremProfileForm
-    list_display = ["name", "accelerator", "currency", "server_price", "utilisation_percent"]
+    list_display = [
+        "name",
+        "organisation",
+        "accelerator",
+        "currency",
+        "server_price",
+        "utilisation_percent",
+    ]
+    list_select_related = ["accelerator", "organisation"]
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
             services.onprem_profile_update(profile=obj, **_changes(form, PROFILE_FIELDS))
             return
         values = {name: form.cleaned_data[name] for name in PROFILE_FIELDS}
-        created = services.onprem_profile_create(user=request.user, **values)
+        organisation = self.organisation_of(request, form, public_allowed=False)
+        created = services.onprem_profile_create(
+            user=request.user, organisation=organisation, **values
+        )
         obj.pk = created.pk
         obj._state.adding = False
 

@@ -2,7 +2,8 @@
 
 Idempotent: running it again adds nothing twice. Everything here is labelled as what it is:
 a public list-price snapshot with uncertain dates, approximate exchange rates, the reference
-worked example of an on-prem cluster, and an example (not real) vendor quote.
+worked example of an on-prem cluster, and an example (not real) vendor quote. The book is
+public; the profile and the quote belong to the demo organisation.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 from django.utils import timezone
 
-from planner.roles import PRICING_ADMIN
+from planner.organisations import Role
+from planner.organisations.demo import demo_organisation
 from pricing.models import (
     Accelerator,
     ExchangeRate,
@@ -141,6 +143,7 @@ def _onprem_load() -> list[str]:
         return [f"On-prem profile '{WORKED_EXAMPLE_NAME}': present."]
     onprem_profile_create(
         user=None,
+        organisation=demo_organisation(),
         name=WORKED_EXAMPLE_NAME,
         accelerator=Accelerator.objects.filter(catalog_id="H100-SXM").first(),
         **WORKED_EXAMPLE,
@@ -155,6 +158,7 @@ def _quote_load() -> list[str]:
     until = today + timedelta(days=180)
     quote_create(
         user=None,
+        organisation=demo_organisation(),
         vendor="Example Compute Ltd (EXAMPLE - not a real offer)",
         reference=EXAMPLE_QUOTE_REFERENCE,
         accelerator=Accelerator.objects.get(catalog_id="H100-SXM"),
@@ -175,10 +179,13 @@ def _quote_load() -> list[str]:
 
 
 def pricing_admin_permissions_grant() -> list[str]:
-    group, _ = Group.objects.get_or_create(name=PRICING_ADMIN)
+    """The admin site's model permissions for the ``pricing_admin`` group; which records a
+    member may change there is their membership's to say (:mod:`pricing.access`)."""
+    name = Role.PRICING_ADMIN.value
+    group, _ = Group.objects.get_or_create(name=name)
     permissions = Permission.objects.filter(content_type__app_label="pricing")
     group.permissions.add(*permissions)
-    return [f"Group '{PRICING_ADMIN}': holds the {permissions.count()} pricing model permissions."]
+    return [f"Group '{name}': holds the {permissions.count()} pricing model permissions."]
 
 
 @transaction.atomic

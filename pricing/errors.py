@@ -44,6 +44,13 @@ class DuplicateRecord(PricingError):
     kind = "conflict"
 
 
+class PricingNotAllowed(PricingError):
+    """The user may not change the prices of that organisation (or public prices)."""
+
+    code = "not_allowed"
+    kind = "forbidden"
+
+
 class QuoteNotSelectable(PricingError):
     """A vendor quote is expired or not yet valid on the date it would be used."""
 

@@ -4,6 +4,9 @@ from typing import Any
 
 from django import forms
 
+from planner.lib.actors import Actor
+from planner.organisations import Organisation
+from pricing.access import UNSET, pricing_admin_organisations, visible
 from pricing.models import OnPremProfile, PriceBook
 from pricing.services.onprem import PROFILE_FIELDS
 
@@ -12,6 +15,25 @@ MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 #: April in one locale and March in another); a bare date means midnight.
 FETCHED_AT_FORMAT = "%Y-%m-%d %H:%M"
 FETCHED_AT_INPUT_FORMATS = (FETCHED_AT_FORMAT, "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+
+
+def _organisation_field() -> forms.ModelChoiceField:
+    return forms.ModelChoiceField(
+        queryset=Organisation.objects.none(),  # the user's, set by organisation_field_limit
+        required=False,
+        empty_label="- the one I am pricing admin of -",
+        help_text="Whose prices these are: only its members see them.",
+    )
+
+
+def organisation_field_limit(form: forms.BaseForm, user: Actor) -> None:
+    """Offer the organisations ``user`` is pricing admin of; no choice when there is at
+    most one (the write then takes that one, see ``pricing.access``)."""
+    field = form.fields["organisation"]
+    assert isinstance(field, forms.ModelChoiceField)
+    field.queryset = pricing_admin_organisations(user)
+    if field.queryset.count() < 2:
+        del form.fields["organisation"]
 
 
 class CsvUploadForm(forms.Form):
@@ -37,6 +59,16 @@ class CsvUploadForm(forms.Form):
             format=FETCHED_AT_FORMAT, attrs={"placeholder": "yyyy-mm-dd hh:mm"}
         ),
     )
+    organisation = _organisation_field()
+
+    def __init__(self, *args: Any, user: Actor, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        organisation_field_limit(self, user)
+        book = self.fields["book"]
+        assert isinstance(book, forms.ModelChoiceField)
+        drafts = PriceBook.objects.filter(status=PriceBook.Status.DRAFT)
+        # Drafts of the user's organisations; public drafts for staff (the import checks).
+        book.queryset = visible(drafts, user, field="organisation", public=True)
 
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]
@@ -59,6 +91,10 @@ class CsvUploadForm(forms.Form):
         keys = ("name", "currency", "source", "fetched_at")
         return {"new_book": {key: self.cleaned_data[key] for key in keys}}
 
+    def requested_organisation(self) -> Any:
+        """The organisation picked, or ``pricing.access.UNSET`` when none was."""
+        return self.cleaned_data.get("organisation") or UNSET
+
 
 class OnPremProfileSaveForm(forms.ModelForm):
     """The calculator's figures saved as a new profile under a name.
@@ -76,3 +112,13 @@ class OnPremProfileSaveForm(forms.ModelForm):
         } | {"source": forms.Textarea(attrs={"rows": 2})}
         labels = {"name": "Profile name"}
         help_texts = {"source": "Where the figures come from: a quote, an invoice, an estimate."}
+
+    organisation = _organisation_field()
+
+    def __init__(self, *args: Any, user: Actor, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        organisation_field_limit(self, user)
+
+    def requested_organisation(self) -> Any:
+        """The organisation picked, or ``pricing.access.UNSET`` when none was."""
+        return self.cleaned_data.pop("organisation", None) or UNSET

@@ -92,12 +92,24 @@ class Provider(models.Model):
 
 
 class PriceBook(models.Model):
-    """A named, dated set of prices in one currency. Published books never change."""
+    """A named, dated set of prices in one currency. Published books never change.
+
+    A book of an organisation is seen by its members only; a book without one (a public
+    list-price book) is seen by everyone and changed by staff only.
+    """
 
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         PUBLISHED = "published", "Published"
 
+    organisation = models.ForeignKey(
+        "planner.Organisation",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="price_books",
+        help_text="The organisation whose private book this is; empty: public, for everyone",
+    )
     name = models.CharField(max_length=200)
     description = models.TextField(blank=True)
     currency = models.CharField(max_length=3)
@@ -128,6 +140,10 @@ class PriceBook(models.Model):
 
     def get_absolute_url(self) -> str:
         return reverse("pricing:price-book-detail", args=[self.pk])
+
+    @property
+    def is_public(self) -> bool:
+        return self.organisation_id is None
 
     @property
     def is_published(self) -> bool:
@@ -193,12 +209,17 @@ class PriceEntry(models.Model):
 
 
 class VendorQuote(models.Model):
-    """A vendor's offer for a number of accelerators of one SKU, valid between two dates."""
+    """A vendor's offer for a number of accelerators of one SKU, valid between two dates.
+
+    Negotiated, so seen by the members of its organisation only."""
 
     class PriceBasis(models.TextChoices):
         HOURLY = "hourly", "Per accelerator-hour"
         TERM_TOTAL = "term_total", "Total for the term"
 
+    organisation = models.ForeignKey(
+        "planner.Organisation", on_delete=models.PROTECT, related_name="vendor_quotes"
+    )
     vendor = models.CharField(max_length=200)
     reference = models.CharField(max_length=100, blank=True, help_text="The vendor's quote number")
     provider = models.ForeignKey(
@@ -251,9 +272,13 @@ class VendorQuote(models.Model):
 
 
 class OnPremProfile(models.Model):
-    """The cost inputs of a cluster you own; :mod:`pricing.tco` turns them into a price."""
+    """The cost inputs of a cluster an organisation owns; :mod:`pricing.tco` turns them into
+    a price. Seen by the members of its organisation only."""
 
-    name = models.CharField(max_length=200, unique=True)
+    organisation = models.ForeignKey(
+        "planner.Organisation", on_delete=models.PROTECT, related_name="onprem_profiles"
+    )
+    name = models.CharField(max_length=200)
     accelerator = models.ForeignKey(
         Accelerator, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -295,6 +320,11 @@ class OnPremProfile(models.Model):
     class Meta:
         ordering = ["name"]
         verbose_name = "on-prem profile"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organisation", "name"], name="onprem_profile_unique_name"
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name

@@ -10,6 +10,7 @@ from decimal import Decimal
 
 from django.db.models import Count, Q, QuerySet
 
+from pricing.access import Viewer, visible
 from pricing.currency import ConvertedAmount, currency_code_check
 from pricing.errors import NoExchangeRate
 from pricing.models import (
@@ -35,37 +36,41 @@ def provider_list() -> QuerySet[Provider]:
     return Provider.objects.all()
 
 
-def price_book_list() -> QuerySet[PriceBook]:
-    books = PriceBook.objects.select_related("copied_from").annotate(entry_count=Count("entries"))
+def price_book_list(*, viewer: Viewer) -> QuerySet[PriceBook]:
+    """Public books and the private books of the organisations ``viewer`` sees."""
+    books = PriceBook.objects.select_related("copied_from", "organisation")
+    books = visible(books, viewer, field="organisation", public=True)
+    books = books.annotate(entry_count=Count("entries"))
     return books.order_by("-fetched_at", "-id")  # aggregation drops the default ordering
 
 
-def price_entry_list() -> QuerySet[PriceEntry]:
-    return PriceEntry.objects.select_related("book", "provider", "accelerator")
+def price_entry_list(*, viewer: Viewer) -> QuerySet[PriceEntry]:
+    entries = PriceEntry.objects.select_related("book", "provider", "accelerator")
+    return visible(entries, viewer, field="book__organisation", public=True)
 
 
-def price_entries_published(*, accelerator: Accelerator | None = None) -> QuerySet[PriceEntry]:
-    entries = price_entry_list().filter(book__status=PriceBook.Status.PUBLISHED)
+def price_entries_published(
+    *, viewer: Viewer, accelerator: Accelerator | None = None
+) -> QuerySet[PriceEntry]:
+    entries = price_entry_list(viewer=viewer).filter(book__status=PriceBook.Status.PUBLISHED)
     return entries if accelerator is None else entries.filter(accelerator=accelerator)
 
 
-def quote_list() -> QuerySet[VendorQuote]:
-    return VendorQuote.objects.select_related("accelerator", "provider")
+def quote_list(*, viewer: Viewer) -> QuerySet[VendorQuote]:
+    """The quotes of the organisations ``viewer`` sees (a user's: those they belong to)."""
+    quotes = VendorQuote.objects.select_related("accelerator", "provider", "organisation")
+    return visible(quotes, viewer, field="organisation", public=False)
 
 
-def quotes_selectable(
-    *, on: date, quotes: QuerySet[VendorQuote] | None = None
-) -> QuerySet[VendorQuote]:
-    """Quotes that can be chosen for a budget made on ``on``: neither expired nor early.
-
-    ``quotes`` narrows a given queryset instead of all quotes.
-    """
-    quotes = quote_list() if quotes is None else quotes
+def quotes_selectable(*, on: date, quotes: QuerySet[VendorQuote]) -> QuerySet[VendorQuote]:
+    """Of ``quotes``, those that can be chosen for a budget made on ``on``: neither expired
+    nor early."""
     return quotes.filter(valid_from__lte=on, valid_until__gte=on)
 
 
-def onprem_profile_list() -> QuerySet[OnPremProfile]:
-    return OnPremProfile.objects.select_related("accelerator")
+def onprem_profile_list(*, viewer: Viewer) -> QuerySet[OnPremProfile]:
+    profiles = OnPremProfile.objects.select_related("accelerator", "organisation")
+    return visible(profiles, viewer, field="organisation", public=False)
 
 
 def onprem_profile_cost(*, profile: OnPremProfile) -> OnPremCost:
@@ -149,14 +154,15 @@ class PriceRange:
 
 
 def accelerator_price_ranges(
-    *, currency: str = "USD", accelerators: QuerySet[Accelerator] | None = None
+    *, viewer: Viewer, currency: str = "USD", accelerators: QuerySet[Accelerator] | None = None
 ) -> dict[int, PriceRange]:
-    """Price range per accelerator id across the entries of every published book.
+    """Price range per accelerator id across the entries of every published book
+    ``viewer`` sees.
 
     Prices are converted into ``currency`` at the rate of their book's ``fetched_at`` date;
     entries with a data flag are left out (and counted), as are those without a rate.
     """
-    entries = price_entries_published()
+    entries = price_entries_published(viewer=viewer)
     if accelerators is not None:
         entries = entries.filter(accelerator__in=accelerators)
     ranges: dict[int, PriceRange] = defaultdict(lambda: PriceRange(currency))

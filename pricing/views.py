@@ -17,10 +17,9 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from planner.lib.text import nul_problem
-from planner.roles import PRICING_ADMIN, user_has_role
-from pricing import selectors, services
+from pricing import access, selectors, services
 from pricing.api.serializers import OnPremCostOutput, onprem_cost_data
-from pricing.errors import CsvImportError, PricingError
+from pricing.errors import CsvImportError, PricingError, PricingNotAllowed
 from pricing.forms import CsvUploadForm, OnPremProfileSaveForm
 from pricing.models import PRECISIONS, Accelerator, OnPremProfile, PriceBook
 from pricing.selectors import PriceRange
@@ -33,11 +32,14 @@ View = Callable[..., HttpResponse]
 
 
 def pricing_admin_required(view: View) -> View:
-    """Signed-in pricing admins only: others get 403."""
+    """Signed-in pricing admins (of some organisation) and staff only: others get 403.
+
+    Which records they may change is :mod:`pricing.access`'s to say, record by record.
+    """
 
     @login_required
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if not user_has_role(request.user, PRICING_ADMIN):
+        if not access.may_edit_any(request.user):
             raise PermissionDenied("Only pricing admins may do this.")
         return view(request, *args, **kwargs)
 
@@ -47,7 +49,13 @@ def pricing_admin_required(view: View) -> View:
 
 
 def _is_pricing_admin(request: HttpRequest) -> bool:
-    return user_has_role(request.user, PRICING_ADMIN)
+    return access.may_edit_any(request.user)
+
+
+def _book_or_404(request: HttpRequest, pk: int) -> PriceBook:
+    """A book the user sees: another organisation's private book is a 404."""
+    books = access.visible(PriceBook.objects.all(), request.user, field="organisation", public=True)
+    return get_object_or_404(books, pk=pk)
 
 
 # --- Catalog --------------------------------------------------------------------------------
@@ -105,7 +113,7 @@ def _comparison(
 def catalog(request: HttpRequest) -> HttpResponse:
     """Every accelerator with its specs and published price range; pick some to compare."""
     accelerators = list(selectors.accelerator_list())
-    ranges = selectors.accelerator_price_ranges(currency=DISPLAY_CURRENCY)
+    ranges = selectors.accelerator_price_ranges(viewer=request.user, currency=DISPLAY_CURRENCY)
     wanted = set(request.GET.getlist("compare"))
     compared = [a for a in accelerators if a.catalog_id in wanted]
     context = {
@@ -127,17 +135,19 @@ def accelerator_detail(request: HttpRequest, catalog_id: str) -> HttpResponse:
         raise Http404("No accelerator has that id.")
     accelerator = get_object_or_404(Accelerator, catalog_id=catalog_id)
     ranges = selectors.accelerator_price_ranges(
-        currency=DISPLAY_CURRENCY, accelerators=Accelerator.objects.filter(pk=accelerator.pk)
+        viewer=request.user,
+        currency=DISPLAY_CURRENCY,
+        accelerators=Accelerator.objects.filter(pk=accelerator.pk),
     )
-    entries = selectors.price_entries_published(accelerator=accelerator).order_by(
-        "price_per_accelerator_hour"
-    )
+    entries = selectors.price_entries_published(
+        viewer=request.user, accelerator=accelerator
+    ).order_by("price_per_accelerator_hour")
     context = {
         "accelerator": accelerator,
         "comparison": _comparison([accelerator], ranges),
         "price_range": ranges.get(accelerator.pk),
         "entries": entries,
-        "quotes": selectors.quote_list().filter(accelerator=accelerator),
+        "quotes": selectors.quote_list(viewer=request.user).filter(accelerator=accelerator),
         "today": timezone.localdate(),
     }
     return render(request, "pricing/accelerator_detail.html", context)
@@ -149,7 +159,10 @@ def accelerator_detail(request: HttpRequest, catalog_id: str) -> HttpResponse:
 @login_required
 @require_GET
 def price_book_list(request: HttpRequest) -> HttpResponse:
-    context = {"books": selectors.price_book_list(), "is_admin": _is_pricing_admin(request)}
+    context = {
+        "books": selectors.price_book_list(viewer=request.user),
+        "is_admin": _is_pricing_admin(request),
+    }
     return render(request, "pricing/price_book_list.html", context)
 
 
@@ -157,12 +170,13 @@ def price_book_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 def price_book_detail(request: HttpRequest, pk: int) -> HttpResponse:
     """A book and one page of its entries (a book may hold tens of thousands)."""
-    book = get_object_or_404(selectors.price_book_list(), pk=pk)
-    entries = selectors.price_entry_list().filter(book=book)
+    book = get_object_or_404(selectors.price_book_list(viewer=request.user), pk=pk)
+    entries = selectors.price_entry_list(viewer=request.user).filter(book=book)
     context = {
         "book": book,
         "page": Paginator(entries, ENTRIES_PER_PAGE).get_page(request.GET.get("page")),
         "is_admin": _is_pricing_admin(request),
+        "may_change": access.may_change(request.user, book),
     }
     return render(request, "pricing/price_book_detail.html", context)
 
@@ -170,10 +184,13 @@ def price_book_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @pricing_admin_required
 def price_book_copy(request: HttpRequest, pk: int) -> HttpResponse:
-    book = get_object_or_404(PriceBook, pk=pk)
+    book = _book_or_404(request, pk)
     try:
-        copy = services.price_book_copy(book=book, user=request.user)
-    except PricingError as error:  # deleted while the copy waited for it
+        organisation = access.copy_organisation(request.user, book)
+        copy = services.price_book_copy(book=book, user=request.user, organisation=organisation)
+    except PricingNotAllowed as error:
+        raise PermissionDenied(error.message) from error
+    except PricingError as error:  # no organisation to copy into; deleted while waiting
         messages.error(request, error.message)
         return redirect("pricing:price-book-list")
     messages.success(request, f"Copied to the new draft '{copy.name}'.")
@@ -183,7 +200,9 @@ def price_book_copy(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @pricing_admin_required
 def price_book_publish(request: HttpRequest, pk: int) -> HttpResponse:
-    book = get_object_or_404(PriceBook, pk=pk)
+    book = _book_or_404(request, pk)
+    if not access.may_change(request.user, book):
+        raise PermissionDenied("Only a pricing admin of its organisation may publish this book.")
     try:
         services.price_book_publish(book=book, user=request.user)
         messages.success(request, f"Published '{book.name}': it can no longer change.")
@@ -199,7 +218,8 @@ def price_book_publish(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def quote_list(request: HttpRequest) -> HttpResponse:
     today = timezone.localdate()
-    quotes = [(quote, quote.validity_on(today)) for quote in selectors.quote_list()]
+    listed = selectors.quote_list(viewer=request.user)
+    quotes = [(quote, quote.validity_on(today)) for quote in listed]
     return render(request, "pricing/quote_list.html", {"quotes": quotes, "today": today})
 
 
@@ -208,11 +228,21 @@ def quote_list(request: HttpRequest) -> HttpResponse:
 
 def _csv_import(request: HttpRequest, form: CsvUploadForm) -> HttpResponse:
     text = services.csv_text_decode(form.cleaned_data["file"].read())
+    requested = form.requested_organisation()
     if form.cleaned_data["kind"] == "quotes":
-        quotes = services.quote_csv_import(text=text, user=request.user)
+        organisation = access.write_organisation(request.user, requested, public_allowed=False)
+        assert organisation is not None
+        quotes = services.quote_csv_import(text=text, user=request.user, organisation=organisation)
         messages.success(request, f"Imported {len(quotes)} quotes.")
         return redirect("pricing:quote-list")
-    result = services.price_book_csv_import(text=text, user=request.user, **form.import_target())
+    target = form.import_target()
+    if "book" in target:
+        access.change_assert(request.user, target["book"])
+    else:
+        target["new_book"]["organisation"] = access.write_organisation(
+            request.user, requested, public_allowed=True
+        )
+    result = services.price_book_csv_import(text=text, user=request.user, **target)
     messages.success(request, f"Imported {result.created} entries into '{result.book.name}'.")
     return redirect(result.book)
 
@@ -221,7 +251,7 @@ def _csv_import(request: HttpRequest, form: CsvUploadForm) -> HttpResponse:
 @pricing_admin_required
 def csv_upload(request: HttpRequest) -> HttpResponse:
     """Upload a CSV of price-book entries or quotes; show every problem if it fails."""
-    form = CsvUploadForm(request.POST or None, request.FILES or None)
+    form = CsvUploadForm(request.POST or None, request.FILES or None, user=request.user)
     context: dict[str, Any] = {"form": form, "problems": [], "error": None}
     if request.method == "POST" and form.is_valid():
         try:
@@ -260,12 +290,14 @@ def _onprem_cost(profile: OnPremProfile | None) -> dict[str, Any] | None:
     return OnPremCostOutput(onprem_cost_data(result, profile.currency)).data
 
 
-def _onprem_save_form(profile: OnPremProfile | None) -> OnPremProfileSaveForm:
+def _onprem_save_form(request: HttpRequest, profile: OnPremProfile | None) -> OnPremProfileSaveForm:
     """An empty save form for a pricing admin, carrying the profile's currency and SKU."""
-    initial = {"currency": getattr(profile, "currency", "USD")}
+    initial: dict[str, Any] = {"currency": getattr(profile, "currency", "USD")}
     if profile is not None and profile.accelerator_id is not None:
         initial["accelerator"] = profile.accelerator_id
-    return OnPremProfileSaveForm(initial=initial)
+    if profile is not None:
+        initial["organisation"] = profile.organisation_id
+    return OnPremProfileSaveForm(initial=initial, user=request.user)
 
 
 def _onprem_errors(form: OnPremProfileSaveForm | None) -> list[tuple[str, list[str]]]:
@@ -285,11 +317,11 @@ def _onprem_page(
 ) -> HttpResponse:
     """The calculator at the chosen profile (the first one by default); after a refused
     save, at the figures that were posted, marked out of date."""
-    profiles = list(selectors.onprem_profile_list())
+    profiles = list(selectors.onprem_profile_list(viewer=request.user))
     profile = next((p for p in profiles if str(p.pk) == chosen), profiles[0] if profiles else None)
     refused = form is not None and form.is_bound
     if form is None and _is_pricing_admin(request):
-        form = _onprem_save_form(profile)
+        form = _onprem_save_form(request, profile)
     posted = form.data if form is not None and refused else {}
     errors = form.errors if form is not None and refused else {}
     fields = [
@@ -322,10 +354,16 @@ def onprem_calculator(request: HttpRequest) -> HttpResponse:
 @pricing_admin_required
 def onprem_profile_save(request: HttpRequest) -> HttpResponse:
     """Save the calculator's figures as a new named profile, with the admin's rules."""
-    form = OnPremProfileSaveForm(request.POST)
+    form = OnPremProfileSaveForm(request.POST, user=request.user)
     if form.is_valid():
         try:
-            profile = services.onprem_profile_create(user=request.user, **form.cleaned_data)
+            organisation = access.write_organisation(
+                request.user, form.requested_organisation(), public_allowed=False
+            )
+            assert organisation is not None
+            profile = services.onprem_profile_create(
+                user=request.user, organisation=organisation, **form.cleaned_data
+            )
         except PricingError as error:
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:

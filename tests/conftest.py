@@ -16,7 +16,10 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from django.conf import settings as django_settings
 from pytest_django import DjangoDbBlocker
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
+from selenium.webdriver.chromium.webdriver import ChromiumDriver
 from selenium.webdriver.remote.webdriver import WebDriver
+from selenium.webdriver.remote.webelement import WebElement
 
 from planner.celery import app as celery_app
 from tests.services import service_missing
@@ -141,6 +144,28 @@ def celery_worker_factory(
             process.wait(timeout=30)
 
 
+def page_replaced(page: WebElement) -> Callable[[WebDriver], bool]:
+    """A wait condition: the document holding ``page`` (its ``<html>``) has been replaced.
+
+    Selenium's ``staleness_of`` only knows StaleElementReferenceException; while Chromium
+    swaps documents it may instead answer "Node with given id does not belong to the
+    document", which means the same thing.
+    """
+
+    def replaced(_driver: WebDriver) -> bool:
+        try:
+            page.is_enabled()
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+        return False
+
+    return replaced
+
+
 @pytest.fixture
 def eager_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Celery tasks run in this process, as in the embedded default, whatever the broker.
@@ -185,11 +210,41 @@ def browser() -> Iterator[WebDriver]:
         "--window-size=1400,1000",
     ):
         options.add_argument(flag)
+    # The console log, where Chromium reports what the Content-Security-Policy refused.
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.implicitly_wait(5)
     ARTIFACTS.mkdir(exist_ok=True)
     yield driver
     driver.quit()
+
+
+def csp_violations(driver: WebDriver) -> list[str]:
+    """The Content-Security-Policy violations in Chromium's console since it was last read."""
+    assert isinstance(driver, ChromiumDriver)  # the console log is Chromium's, not WebDriver's
+    return [
+        entry["message"]
+        for entry in driver.get_log("browser")
+        if "Content Security Policy" in entry["message"] or "Refused to" in entry["message"]
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _fail_on_csp_violation(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A browser test fails when a page it visited broke the Content-Security-Policy.
+
+    The policy blocks an inline script or style="" silently, leaving a page that looks fine
+    but does not work; only the console says why. Tests that provoke a violation on purpose
+    read it with ``csp_violations`` themselves, which empties the log.
+    """
+    if "browser" not in request.fixturenames:
+        yield
+        return
+    driver: WebDriver = request.getfixturevalue("browser")
+    csp_violations(driver)  # start from an empty log
+    yield
+    if violations := csp_violations(driver):
+        pytest.fail("Content-Security-Policy violations:\n" + "\n".join(violations))
 
 
 @pytest.fixture

@@ -8,12 +8,14 @@ from datetime import date
 from typing import Any
 
 from django import forms
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from planner.models import PriceSource, Scenario
+from planner.organisations import Organisation
 from planner.prices import PriceObject, price_describe, price_key
 from pricing import selectors as pricing_selectors
-from pricing.models import VendorQuote
+from pricing.models import OnPremProfile, PriceBook, PriceEntry, VendorQuote
 
 
 class OptionAttrsSelect(forms.Select):
@@ -50,16 +52,34 @@ def _choice(price: PriceObject, on: date) -> PriceChoice:
     return PriceChoice(described.key, described.choice_label(on), described.accelerator, price)
 
 
-def price_choices(*, current: PriceObject | None = None) -> dict[str, list[PriceChoice]]:
-    """Published price-book entries, quotes valid today and on-prem profiles, by group."""
+def _organisation_prices(
+    organisation: Organisation | None, today: date
+) -> tuple[QuerySet[PriceEntry], list[VendorQuote], QuerySet[OnPremProfile]]:
+    """What ``organisation`` may price with: entries of public books and of its own
+    published books, its quotes valid today, its on-prem profiles (public entries only
+    without an organisation)."""
+    if organisation is None:
+        entries = PriceEntry.objects.filter(
+            book__status=PriceBook.Status.PUBLISHED, book__organisation__isnull=True
+        ).select_related("book", "provider", "accelerator")
+        return entries, [], OnPremProfile.objects.none()
+    entries = pricing_selectors.price_entries_published(viewer=organisation)
+    own_quotes = pricing_selectors.quote_list(viewer=organisation)
+    quotes = list(pricing_selectors.quotes_selectable(on=today, quotes=own_quotes))
+    return entries, quotes, pricing_selectors.onprem_profile_list(viewer=organisation)
+
+
+def price_choices(
+    *, organisation: Organisation | None, current: PriceObject | None = None
+) -> dict[str, list[PriceChoice]]:
+    """Published price-book entries, quotes valid today and on-prem profiles that
+    ``organisation`` may use, by group."""
     today = timezone.localdate()
-    entries = pricing_selectors.price_entries_published().order_by(
-        "accelerator__catalog_id", "price_per_accelerator_hour"
-    )
-    quotes = list(pricing_selectors.quotes_selectable(on=today))
-    if isinstance(current, VendorQuote) and current not in quotes:
+    entries, quotes, profiles = _organisation_prices(organisation, today)
+    entries = entries.order_by("accelerator__catalog_id", "price_per_accelerator_hour")
+    ours = organisation is not None and getattr(current, "organisation_id", None) == organisation.pk
+    if isinstance(current, VendorQuote) and ours and current not in quotes:
         quotes.append(current)
-    profiles = pricing_selectors.onprem_profile_list()
     return {
         GROUPS[PriceSource.PRICE_ENTRY]: [_choice(entry, today) for entry in entries],
         GROUPS[PriceSource.VENDOR_QUOTE]: [_choice(quote, today) for quote in quotes],

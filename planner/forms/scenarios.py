@@ -203,6 +203,7 @@ class ScenarioForm(forms.Form):
 
     def __init__(self, *args: Any, base_spec: Mapping[str, Any] | None = None, **kw: Any) -> None:
         current = kw.pop("current_price", None)
+        organisation = kw.pop("organisation", None)  # whose prices the picker offers
         super().__init__(*args, **kw)
         self.base_spec = copy.deepcopy(dict(base_spec or {}))
         self.presets = load_presets()
@@ -217,7 +218,7 @@ class ScenarioForm(forms.Form):
             for a in pricing_selectors.accelerator_list().order_by("vendor", "name")
             if a.catalog_id in catalog or a.catalog_id == self.initial.get("accelerator")
         ]
-        self.price_groups = price_choices(current=current)
+        self.price_groups = price_choices(organisation=organisation, current=current)
         # The widget first: assigning a field's choices hands them to its current widget.
         self.fields["price"].widget = OptionAttrsSelect(
             option_attrs={

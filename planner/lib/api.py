@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from django.core.exceptions import RequestDataTooBig
 from django.core.signals import setting_changed
+from django.db import IntegrityError
 from django.db.models import ProtectedError
 from django.dispatch import receiver
 from drf_spectacular.openapi import AutoSchema
@@ -55,6 +56,13 @@ def domain_error_response(error: DomainError) -> Response:
     return Response(domain_error_body(error), status=KIND_STATUS[error.kind])
 
 
+#: The answer to a write that ran into a concurrent change the services did not foresee.
+CONCURRENT_CHANGE = {
+    "detail": "conflicts with a change made at the same time: reload and try again",
+    "code": "conflict",
+}
+
+
 def protected_response(error: ProtectedError) -> Response:
     """A delete refused because other records still point at the object."""
     kinds = sorted({str(type(obj)._meta.verbose_name) for obj in error.protected_objects})
@@ -71,6 +79,11 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return protected_response(exc)
     if isinstance(exc, RequestDataTooBig):
         return Response(dict(TOO_LARGE), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, IntegrityError):
+        # A constraint the services did not foresee, usually a concurrent change (a row
+        # deleted while another request pointed at it): nothing was written.
+        logger.error("Integrity error answered as a conflict", exc_info=exc)
+        return Response(dict(CONCURRENT_CHANGE), status=status.HTTP_409_CONFLICT)
     if is_database_outage(exc):
         logger.error("Database unavailable", exc_info=exc)
         return Response(

@@ -4,6 +4,7 @@ They check the user's role in the organisation and raise
 :class:`planner.errors.PlannerError` (never a web framework's exception).
 """
 
+from planner.organisations import membership_grant, organisation_create
 from planner.services.access import role_assert, user_roles
 from planner.services.budgets import (
     SeparationOfDuties,
@@ -18,8 +19,6 @@ from planner.services.budgets import (
 )
 from planner.services.comparisons import comparison_create
 from planner.services.projects import (
-    membership_grant,
-    organisation_create,
     project_create,
     project_delete,
     project_update,

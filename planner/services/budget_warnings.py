@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from planner.errors import PlannerError
 from planner.models import BudgetRequest, EstimationRun, Project
-from planner.prices import PriceObject, price_get
+from planner.prices import PriceObject, price_get, prices_get
 from pricing.errors import PricingError
 from pricing.models import PriceEntry
 from pricing.selectors import money_convert
@@ -82,18 +82,28 @@ def money_text(amount: Decimal, currency: str) -> str:
     return f"{amount:,.0f} {currency}"
 
 
+def _price_key(run: EstimationRun) -> tuple[Any, Any]:
+    return (run.price or {}).get("source"), (run.price or {}).get("id")
+
+
 def run_warnings(
-    run: EstimationRun, *, project: Project | None = None, today: date | None = None
+    run: EstimationRun,
+    *,
+    project: Project | None = None,
+    today: date | None = None,
+    prices: Mapping[tuple[str, int], PriceObject] | None = None,
 ) -> list[BudgetWarning]:
     """The warnings of ``run``'s figures, blocking ones first; empty before it succeeds.
 
     ``project`` defaults to the run's; ``today`` (for the price book's age and the exchange
-    rate) to the local date.
+    rate) to the local date; ``prices`` are records already read (:func:`runs_warnings`),
+    else the run's price is read here.
     """
     project = project or run.scenario.project
     today = today or timezone.localdate()
     result, budget = run.result or {}, run.budget or {}
-    price = price_get((run.price or {}).get("source"), (run.price or {}).get("id"))
+    key = _price_key(run)
+    price = prices.get(key) if prices is not None else price_get(*key)
     found = [
         _memory_warning(result),
         *_calibration_warnings(result),
@@ -103,6 +113,19 @@ def run_warnings(
     ]
     warnings = [warning for warning in found if warning is not None]
     return sorted(warnings, key=lambda warning: warning.severity != BLOCK)
+
+
+def runs_warnings(
+    runs: Iterable[tuple[EstimationRun, Project]], *, today: date | None = None
+) -> dict[int, list[BudgetWarning]]:
+    """:func:`run_warnings` of each ``(run, its project)`` by run id, reading the prices in
+    one query per source (a comparison of many runs costs as many queries as one)."""
+    pairs = list(runs)
+    prices = prices_get(_price_key(run) for run, _project in pairs)
+    return {
+        run.pk: run_warnings(run, project=project, today=today, prices=prices)
+        for run, project in pairs
+    }
 
 
 def _memory_warning(result: Mapping[str, Any]) -> BudgetWarning | None:

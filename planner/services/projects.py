@@ -1,4 +1,4 @@
-"""Organisations, memberships and projects."""
+"""Projects (organisations and memberships live in :mod:`planner.organisations`)."""
 
 from __future__ import annotations
 
@@ -6,43 +6,17 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from django.contrib.auth.models import User
-from django.db import IntegrityError, transaction
-from django.utils.text import slugify
+from django.db import transaction
 
 from planner.errors import PlannerError
 from planner.lib.actors import Actor, actor_user
 from planner.lib.updates import model_update
-from planner.models import Membership, Organisation, Project, Role
+from planner.models import Organisation, Project
 from planner.services.access import AUTHOR_ROLES, role_assert
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
 
 PROJECT_FIELDS = ("name", "goal", "deadline", "budget_ceiling", "currency")
-
-
-def organisation_create(*, name: str, base_currency: str = "USD") -> Organisation:
-    if not name.strip():
-        raise PlannerError("must not be empty", field="name")
-    _currency_check(base_currency, field="base_currency")
-    slug = slugify(name)[:60] or "organisation"
-    try:
-        with transaction.atomic():
-            return Organisation.objects.create(
-                name=name.strip(), slug=slug, base_currency=base_currency
-            )
-    except IntegrityError as exc:
-        raise PlannerError(f"an organisation named {name!r} exists", field="name") from exc
-
-
-def membership_grant(*, organisation: Organisation, user: User, role: str) -> Membership:
-    """Give ``user`` the ``role`` in ``organisation`` (idempotent)."""
-    if role not in Role.values:
-        raise PlannerError(f"unknown role {role!r}: one of {', '.join(Role.values)}", field="role")
-    membership, _ = Membership.objects.get_or_create(
-        organisation=organisation, user=user, role=role
-    )
-    return membership
 
 
 def _currency_check(code: str, *, field: str) -> None:

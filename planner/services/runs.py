@@ -95,6 +95,11 @@ def run_start(
         raise PlannerError(f"must be between 100 and {MAX_SAMPLES:,}", field="samples")
     if seed is not None and not 0 <= seed < 2**63:
         raise PlannerError("must be between 0 and 2^63 - 1", field="seed")
+    # Lock the scenario's row: a delete in flight finishes first, and then there is nothing
+    # to run (rather than a run pointing at a deleted scenario).
+    locked = Scenario.objects.select_for_update(no_key=True).filter(pk=scenario.pk)
+    if locked.values_list("pk", flat=True).first() is None:
+        raise PlannerError("was deleted while the run was being started", field="scenario")
     price = price_snapshot(scenario)
     run = EstimationRun.objects.create(
         scenario=scenario,

@@ -13,8 +13,14 @@ from planner.errors import PlannerError
 from planner.lib.actors import Actor, actor_user
 from planner.lib.text import nul_problem
 from planner.lib.updates import audit_diff, model_update
-from planner.models import PriceSource, Project, Scenario
-from planner.prices import PRICE_MODELS, PriceObject, price_describe, price_get
+from planner.models import Organisation, PriceSource, Project, Scenario
+from planner.prices import (
+    PRICE_MODELS,
+    PriceObject,
+    price_available_to,
+    price_describe,
+    price_get,
+)
 from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.audit import audit_record
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
@@ -113,12 +119,21 @@ def _onprem_check(spec: dict[str, Any], profile: OnPremProfile) -> None:
     _accelerator_match(spec, catalog_id, "onprem_profile")
 
 
-def price_source_check(spec: dict[str, Any], source: str, price: PriceObject | None) -> None:
-    """The price must exist, be usable today and price the scenario's accelerator."""
+def price_source_check(
+    spec: dict[str, Any],
+    source: str,
+    price: PriceObject | None,
+    *,
+    organisation: Organisation,
+) -> None:
+    """The price must exist, be ``organisation``'s to use (:func:`price_available_to`), be
+    usable today and price the scenario's accelerator."""
     if source not in PRICE_MODELS:
         raise PlannerError(f"must be one of {', '.join(PriceSource.values)}", field="price_source")
     if price is None:  # the source names the scenario field that holds its record
         raise PlannerError(f"is required when the price source is {source}", field=source)
+    if not price_available_to(price, organisation):  # as unknown as a missing id
+        raise PlannerError(f"no such price for {organisation}", field=source)
     if isinstance(price, PriceEntry):
         _entry_check(spec, price)
     elif isinstance(price, VendorQuote):
@@ -239,7 +254,7 @@ def scenario_create(
     if project.scenarios.filter(name=name.strip()).exists():
         raise PlannerError(f"a scenario named {name!r} exists in this project", field="name")
     spec = scenario_spec_check(spec)
-    price_source_check(spec, price_source, price)
+    price_source_check(spec, price_source, price, organisation=project.organisation)
     _pue_check(pue)
     _utilisation_check(utilisation_low, utilisation_high)
     return Scenario.objects.create(
@@ -294,11 +309,12 @@ def scenario_update(
             raise PlannerError(f"a scenario named {name!r} exists in this project", field="name")
         changes["name"] = name
     spec = scenario_spec_check(changes["spec"]) if "spec" in changes else current.spec
+    organisation = current.project.organisation
     if price_source is not None:
-        price_source_check(spec, price_source, price)
+        price_source_check(spec, price_source, price, organisation=organisation)
         changes.update(price_source=price_source, **_price_fields(price_source, price))
     else:
-        price_source_check(spec, current.price_source, current.price)
+        price_source_check(spec, current.price_source, current.price, organisation=organisation)
     _pue_check(Decimal(changes.get("pue", current.pue)))
     _utilisation_check(
         Decimal(changes.get("utilisation_low", current.utilisation_low)),
@@ -317,9 +333,18 @@ def scenario_update(
 
 
 @transaction.atomic
+@transaction.atomic
 def scenario_delete(*, user: Actor, scenario: Scenario) -> None:
+    """Delete ``scenario`` and its runs; refused (``ProtectedError``) while a budget cites one.
+
+    The row is locked first, so a run started at the same moment waits and then finds the
+    scenario gone (:func:`~planner.services.runs.run_start`), instead of slipping a run in
+    between the collection of the runs and the delete (a foreign-key violation).
+    """
     role_assert(user, scenario.project.organisation, AUTHOR_ROLES, action="delete scenarios")
-    scenario.delete()
+    locked = Scenario.objects.select_for_update().filter(pk=scenario.pk).first()
+    if locked is not None:
+        locked.delete()
 
 
 def scenario_export(scenario: Scenario) -> dict[str, Any]:

@@ -6,6 +6,8 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
+from django.forms import ModelChoiceField
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -24,6 +26,7 @@ from planner.capacity import (
 from planner.forms import CapacityForm
 from planner.views.figures import layout_text
 from planner.views.reads import tokens_text
+from pricing.access import visible
 from pricing.models import PriceBook
 
 #: Rows of the feasible table; the chart shows every point.
@@ -32,9 +35,15 @@ FEASIBLE_SHOWN = 25
 CHART_DAYS = 3
 
 
+def _books(request: HttpRequest) -> QuerySet[PriceBook]:
+    """Published books the user sees: public ones and their organisations' own."""
+    published = PriceBook.objects.filter(status=PriceBook.Status.PUBLISHED)
+    return visible(published, request.user, field="organisation", public=True)
+
+
 def _initial(request: HttpRequest) -> dict[str, Any]:
     organisation = selectors.organisations_for(request.user).first()
-    book = PriceBook.objects.filter(status=PriceBook.Status.PUBLISHED).order_by("-fetched_at")
+    book = _books(request).order_by("-fetched_at")
     return {
         "model_preset": "llama3-8b",
         "deadline": timezone.localdate() + timedelta(days=60),
@@ -55,7 +64,7 @@ def _display(point: dict[str, Any], days: int, budget: float | None) -> dict[str
     }
 
 
-def _plan(form: CapacityForm) -> dict[str, Any]:
+def _plan(form: CapacityForm, request: HttpRequest) -> dict[str, Any]:
     data = form.cleaned_data
     today = timezone.localdate()
     chosen = data.get("scenario")
@@ -72,6 +81,7 @@ def _plan(form: CapacityForm) -> dict[str, Any]:
         currency=data["currency"],
         max_gpus=data["max_gpus"],
         on=today,
+        viewer=request.user,
     )
     budget = data.get("budget")
     days = deadline_days(data["deadline"], today=today)
@@ -125,12 +135,15 @@ def capacity_plan_page(request: HttpRequest) -> HttpResponse:
     form = CapacityForm(
         request.GET if submitted else None, initial=_initial(request), scenarios=scenarios
     )
+    book_field = form.fields["book"]
+    assert isinstance(book_field, ModelChoiceField)
+    book_field.queryset = _books(request)  # another organisation's book is no choice
     context: dict[str, Any] = {
         "form": form,
         "max_options": MAX_OPTIONS,
         "time_budget_s": TIME_BUDGET_S,
     }
     if submitted and form.is_valid():
-        result = _plan(form)
+        result = _plan(form, request)
         context.update(result, chart_data=_chart_data(result))
     return render(request, "planner/capacity.html", context)

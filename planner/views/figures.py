@@ -17,7 +17,7 @@ from planner.breakdowns import (
 from planner.labels import MEMORY_PARTS, STEP_PARTS
 from planner.models import EstimationRun, RunStatus, Scenario
 from planner.selectors import ComparisonRow, comparison_rows
-from planner.services.budget_warnings import run_warnings
+from planner.services.budget_warnings import BudgetWarning, runs_warnings
 
 BOTTLENECKS = {
     "compute": "Compute",
@@ -203,7 +203,7 @@ def _cost_per_million(row: ComparisonRow) -> Decimal | None:
     return (row.cost_p50 / tokens * Decimal(1_000_000)).quantize(Decimal("0.01"))
 
 
-def _table_row(row: ComparisonRow) -> dict[str, Any]:
+def _table_row(row: ComparisonRow, warnings: Mapping[int, list[BudgetWarning]]) -> dict[str, Any]:
     result, budget = row.result, row.budget
     memory = result.get("memory_per_gpu_gib", {})
     return {
@@ -221,7 +221,7 @@ def _table_row(row: ComparisonRow) -> dict[str, Any]:
         "method": training_method(result.get("training_method")) if result else None,
         "unconverted": bool(row.run) and row.cost_p50 is None,
         "run_currency": budget.get("currency", ""),
-        "warnings": run_warnings(row.run, project=row.scenario.project) if row.run else [],
+        "warnings": warnings.get(row.run.pk, []) if row.run else [],
     }
 
 
@@ -269,7 +269,8 @@ def _chart_data(rows: list[ComparisonRow], currency: str) -> dict[str, Any]:
 def comparison_context(scenarios: Iterable[Scenario], currency: str) -> dict[str, Any]:
     """The comparison table (cheapest and fastest marked) and its charts' data."""
     rows = comparison_rows(scenarios, currency)
-    table = [_table_row(row) for row in rows]
+    warnings = runs_warnings((row.run, row.scenario.project) for row in rows if row.run)
+    table = [_table_row(row, warnings) for row in rows]
     return {
         "table": table,
         "any_warnings": any(item["warnings"] for item in table),

@@ -75,7 +75,11 @@ def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
     if not can_author(request.user, project.organisation):
         return forbidden(request, refusal(project, "add scenarios"))
     recipe_id = request.GET.get("recipe", "")  # "Start from a recipe" (works without scripts)
-    form = ScenarioForm(request.POST or None, initial=ScenarioForm.initial_for_new(recipe_id))
+    form = ScenarioForm(
+        request.POST or None,
+        initial=ScenarioForm.initial_for_new(recipe_id),
+        organisation=project.organisation,
+    )
     if request.method == "POST" and form.is_valid():
         try:
             scenario = services.scenario_create(
@@ -101,6 +105,7 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
         initial=ScenarioForm.initial_from(scenario),
         base_spec=scenario.spec,
         current_price=scenario.price,
+        organisation=scenario.project.organisation,
     )
     if request.method == "POST" and form.is_valid():
         try:

@@ -57,6 +57,8 @@ class PriceEntryFilter(django_filters.FilterSet):
     )
     currency = django_filters.CharFilter(field_name="book__currency", lookup_expr="iexact")
     flagged = django_filters.BooleanFilter(method="filter_flagged", help_text="Has a data flag")
+    # A number, not a choice of every book: another organisation's book id is no error.
+    book = django_filters.NumberFilter(field_name="book_id", help_text="Price book id")
 
     class Meta:
         model = PriceEntry

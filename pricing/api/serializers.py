@@ -15,6 +15,8 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from planner.lib.inputs import StorableInput
+from planner.organisations import Organisation
+from pricing.access import visible
 from pricing.models import (
     MONEY_DIGITS,
     MONEY_PLACES,
@@ -127,6 +129,7 @@ class PriceBookOutput(serializers.ModelSerializer):
         model = PriceBook
         fields = [
             "id",
+            "organisation",
             "name",
             "description",
             "currency",
@@ -146,9 +149,32 @@ class PriceBookOutput(serializers.ModelSerializer):
         return book.entries.count() if count is None else count
 
 
+def _organisation() -> serializers.PrimaryKeyRelatedField:
+    """The organisation a new record belongs to; left out, the one the user is pricing admin
+    of (:func:`pricing.access.write_organisation` checks it)."""
+    return serializers.PrimaryKeyRelatedField(
+        queryset=Organisation.objects.all(), required=False, allow_null=True
+    )
+
+
+class VisibleBookField(serializers.PrimaryKeyRelatedField):
+    """A price book the requesting user sees: any other id is as unknown as a missing one."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        # Only the schema reads this queryset (for the id's type); lookups use get_queryset.
+        kwargs["queryset"] = PriceBook.objects.none()
+        super().__init__(**kwargs)
+
+    def get_queryset(self) -> Any:
+        return visible(
+            PriceBook.objects.all(), self.context["request"].user, field="organisation", public=True
+        )
+
+
 class PriceBookInput(StorableInput):
     storage_model = PriceBook
 
+    organisation = _organisation()
     name = serializers.CharField(max_length=200)
     currency = serializers.CharField(max_length=3)
     source = serializers.CharField()  # type: ignore[assignment]
@@ -161,6 +187,7 @@ class PriceBookCopyInput(StorableInput):
     storage_model = PriceBook
 
     name = serializers.CharField(max_length=200, required=False)
+    organisation = _organisation()
 
 
 class PriceEntryOutput(serializers.ModelSerializer):
@@ -219,7 +246,7 @@ class PriceEntryUpdateInput(StorableInput):
 
 
 class PriceEntryInput(PriceEntryUpdateInput):
-    book = serializers.PrimaryKeyRelatedField(queryset=PriceBook.objects.all())
+    book = VisibleBookField()
 
 
 # --- Quotes ---------------------------------------------------------------------------------
@@ -236,6 +263,7 @@ class QuoteOutput(serializers.ModelSerializer):
         model = VendorQuote
         fields = [
             "id",
+            "organisation",
             "vendor",
             "reference",
             "provider",
@@ -260,6 +288,7 @@ class QuoteOutput(serializers.ModelSerializer):
 class QuoteInput(StorableInput):
     storage_model = VendorQuote
 
+    organisation = _organisation()
     vendor = serializers.CharField(max_length=200)
     reference = serializers.CharField(max_length=100, required=False, allow_blank=True)
     provider = serializers.SlugRelatedField(
@@ -305,6 +334,7 @@ class OnPremInput(StorableInput):
 class OnPremProfileInput(OnPremInput):
     storage_model = OnPremProfile
 
+    organisation = _organisation()
     name = serializers.CharField(max_length=200)
     accelerator = serializers.SlugRelatedField(
         slug_field="catalog_id",
@@ -365,6 +395,7 @@ class OnPremProfileOutput(serializers.ModelSerializer):
         model = OnPremProfile
         fields = [
             "id",
+            "organisation",
             "name",
             "accelerator",
             "currency",

@@ -14,7 +14,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from pricing import selectors, services
+from pricing import access, selectors, services
 from pricing.api import filters
 from pricing.api import serializers as io
 from pricing.api.base import PricingModelViewSet
@@ -85,12 +85,15 @@ class PriceBookViewSet(PricingModelViewSet):
     input_serializer_class = io.PriceBookInput
 
     def get_queryset(self) -> QuerySet[PriceBook]:
-        return selectors.price_book_list()
+        return selectors.price_book_list(viewer=self.request.user)
 
     def service_create(self, data: dict[str, Any]) -> PriceBook:
-        return services.price_book_create(user=self.request.user, **data)
+        requested = data.pop("organisation", access.UNSET)
+        organisation = access.write_organisation(self.request.user, requested, public_allowed=True)
+        return services.price_book_create(user=self.request.user, organisation=organisation, **data)
 
     def service_update(self, instance: PriceBook, data: dict[str, Any]) -> PriceBook:
+        access.organisation_unchanged(instance, data)
         return services.price_book_update(book=instance, **data)
 
     def service_delete(self, instance: PriceBook) -> None:
@@ -114,8 +117,13 @@ class PriceBookViewSet(PricingModelViewSet):
         """Copy a book and its entries into a new draft (``copied_from`` names the book)."""
         data = io.PriceBookCopyInput(data=request.data)
         data.is_valid(raise_exception=True)
+        book = self.get_object()
+        requested = data.validated_data.get("organisation", access.UNSET)
         copy = services.price_book_copy(
-            book=self.get_object(), user=request.user, name=data.validated_data.get("name")
+            book=book,
+            user=request.user,
+            name=data.validated_data.get("name"),
+            organisation=access.copy_organisation(request.user, book, requested),
         )
         return self.output(copy, status.HTTP_201_CREATED)
 
@@ -130,9 +138,10 @@ class PriceEntryViewSet(PricingModelViewSet):
     update_input_serializer_class = io.PriceEntryUpdateInput
 
     def get_queryset(self) -> QuerySet[PriceEntry]:
-        return selectors.price_entry_list()
+        return selectors.price_entry_list(viewer=self.request.user)
 
     def service_create(self, data: dict[str, Any]) -> PriceEntry:
+        access.change_assert(self.request.user, data["book"])
         return services.price_entry_create(**data)
 
     def service_update(self, instance: PriceEntry, data: dict[str, Any]) -> PriceEntry:
@@ -151,12 +160,16 @@ class QuoteViewSet(PricingModelViewSet):
     input_serializer_class = io.QuoteInput
 
     def get_queryset(self) -> QuerySet[VendorQuote]:
-        return selectors.quote_list()
+        return selectors.quote_list(viewer=self.request.user)
 
     def service_create(self, data: dict[str, Any]) -> VendorQuote:
-        return services.quote_create(user=self.request.user, **data)
+        requested = data.pop("organisation", access.UNSET)
+        organisation = access.write_organisation(self.request.user, requested, public_allowed=False)
+        assert organisation is not None
+        return services.quote_create(user=self.request.user, organisation=organisation, **data)
 
     def service_update(self, instance: VendorQuote, data: dict[str, Any]) -> VendorQuote:
+        access.organisation_unchanged(instance, data)
         return services.quote_update(quote=instance, **data)
 
     def service_delete(self, instance: VendorQuote) -> None:
@@ -171,7 +184,7 @@ class OnPremProfileViewSet(PricingModelViewSet):
     input_serializer_class = io.OnPremProfileInput
 
     def get_queryset(self) -> QuerySet[OnPremProfile]:
-        return selectors.onprem_profile_list()
+        return selectors.onprem_profile_list(viewer=self.request.user)
 
     def get_permissions(self) -> Sequence[Any]:
         if self.action == "calculate":
@@ -179,9 +192,15 @@ class OnPremProfileViewSet(PricingModelViewSet):
         return super().get_permissions()
 
     def service_create(self, data: dict[str, Any]) -> OnPremProfile:
-        return services.onprem_profile_create(user=self.request.user, **data)
+        requested = data.pop("organisation", access.UNSET)
+        organisation = access.write_organisation(self.request.user, requested, public_allowed=False)
+        assert organisation is not None
+        return services.onprem_profile_create(
+            user=self.request.user, organisation=organisation, **data
+        )
 
     def service_update(self, instance: OnPremProfile, data: dict[str, Any]) -> OnPremProfile:
+        access.organisation_unchanged(instance, data)
         return services.onprem_profile_update(profile=instance, **data)
 
     def service_delete(self, instance: OnPremProfile) -> None:

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from planner.lib.actors import OptionalActor, actor_user
 from planner.lib.updates import model_update
+from planner.organisations import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PriceBookGone, PricingError, PublishedBookImmutable
 from pricing.models import PriceBook, PriceEntry, PricingType
@@ -38,6 +39,8 @@ ENTRY_TEXT_FIELDS = ("region", "instance_type", "source", "data_flag")
 ENTRY_KEY = ("provider", "region", "accelerator", "pricing_type", "instance_type")
 RESERVED_TERM_MONTHS = {PricingType.RESERVED_1Y: 12, PricingType.RESERVED_3Y: 36}
 PRICE_QUANTUM = Decimal("1e-10")  # the scale of the price columns
+#: A copy's organisation when the caller names none: the copied book's.
+SAME = object()
 
 
 def price_book_assert_draft(book: PriceBook) -> None:
@@ -79,12 +82,18 @@ def price_book_create(
     fetched_at: datetime,
     description: str = "",
     dates_note: str = "",
+    organisation: Organisation | None = None,
 ) -> PriceBook:
-    """Start a draft price book."""
+    """Start a draft price book: private to ``organisation``, or public without one (who may
+    write where is :func:`pricing.access.write_organisation`'s to say)."""
     values = {"name": name, "currency": currency, "source": source, "fetched_at": fetched_at}
     price_book_values_check(values)
     return PriceBook.objects.create(
-        **values, description=description, dates_note=dates_note, created_by=actor_user(user)
+        **values,
+        description=description,
+        dates_note=dates_note,
+        organisation=organisation,
+        created_by=actor_user(user),
     )
 
 
@@ -124,8 +133,15 @@ def price_book_publish(*, book: PriceBook, user: OptionalActor) -> PriceBook:
 
 
 @transaction.atomic
-def price_book_copy(*, book: PriceBook, user: OptionalActor, name: str | None = None) -> PriceBook:
-    """Copy a book (published or not) with all its entries into a new draft.
+def price_book_copy(
+    *,
+    book: PriceBook,
+    user: OptionalActor,
+    name: str | None = None,
+    organisation: Organisation | object | None = SAME,
+) -> PriceBook:
+    """Copy a book (published or not) with all its entries into a new draft, of
+    ``organisation`` (by default the book's own: a public book's copy is public).
 
     The source row stays locked until the copy commits, so no one deletes it half-way; a book
     deleted before the copy starts is refused with :class:`PriceBookGone`.
@@ -143,6 +159,7 @@ def price_book_copy(*, book: PriceBook, user: OptionalActor, name: str | None = 
         fetched_at=source.fetched_at,
         description=source.description,
         dates_note=source.dates_note,
+        organisation=source.organisation if organisation is SAME else organisation,  # type: ignore[arg-type]
     )
     copy.copied_from = source
     copy.save(update_fields=["copied_from"])

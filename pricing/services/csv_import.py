@@ -20,6 +20,7 @@ from django.db.models import Model
 
 from planner.lib.actors import OptionalActor, actor_user
 from planner.lib.text import model_text_lengths, text_problem
+from planner.organisations import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import CsvImportError, CsvRowError, PricingError
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType, Provider, VendorQuote
@@ -333,9 +334,10 @@ def price_book_csv_import(
     return PriceBookImport(target, len(rows))
 
 
-def _quote_duplicates(rows: list[ParsedRow]) -> list[CsvRowError]:
+def _quote_duplicates(rows: list[ParsedRow], organisation: Organisation) -> list[CsvRowError]:
     seen: dict[tuple[str, str], int] = {}
-    existing = set(VendorQuote.objects.exclude(reference="").values_list("vendor", "reference"))
+    quotes = VendorQuote.objects.filter(organisation=organisation).exclude(reference="")
+    existing = set(quotes.values_list("vendor", "reference"))
     errors = []
     for row in rows:
         key = (row.values["vendor"], row.values["reference"])
@@ -349,12 +351,15 @@ def _quote_duplicates(rows: list[ParsedRow]) -> list[CsvRowError]:
 
 
 @transaction.atomic
-def quote_csv_import(*, text: str, user: OptionalActor) -> list[VendorQuote]:
-    """Import vendor quotes: all rows or none."""
+def quote_csv_import(
+    *, text: str, user: OptionalActor, organisation: Organisation
+) -> list[VendorQuote]:
+    """Import vendor quotes of ``organisation``: all rows or none."""
     rows = _rows_parse(text, QUOTE_COLUMNS, quote_values_check, VendorQuote)
-    duplicates = _quote_duplicates(rows)
+    duplicates = _quote_duplicates(rows, organisation)
     if duplicates:
         raise CsvImportError(duplicates)
     return VendorQuote.objects.bulk_create(
-        VendorQuote(**row.values, created_by=actor_user(user)) for row in rows
+        VendorQuote(**row.values, organisation=organisation, created_by=actor_user(user))
+        for row in rows
     )

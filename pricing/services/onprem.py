@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from planner.lib.actors import OptionalActor, actor_user
 from planner.lib.updates import model_update
+from planner.organisations import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PricingError
 from pricing.models import OnPremProfile
@@ -36,18 +37,23 @@ def _duplicate(name: str) -> DuplicateRecord:
 
 
 @transaction.atomic
-def onprem_profile_create(*, user: OptionalActor, **values: Any) -> OnPremProfile:
+def onprem_profile_create(
+    *, user: OptionalActor, organisation: Organisation, **values: Any
+) -> OnPremProfile:
+    """Record a profile of ``organisation``; names are unique within an organisation."""
     values = {name: values.get(name) for name in PROFILE_FIELDS} | {
         "source": values.get("source") or "",
         "currency": values.get("currency") or "USD",
     }
     _profile_values_check(values)
-    if OnPremProfile.objects.filter(name=values["name"]).exists():
+    if OnPremProfile.objects.filter(organisation=organisation, name=values["name"]).exists():
         raise _duplicate(values["name"])
     try:
         # A savepoint: a concurrent save of the same name loses here, not with a 500.
         with transaction.atomic():
-            return OnPremProfile.objects.create(**values, created_by=actor_user(user))
+            return OnPremProfile.objects.create(
+                **values, organisation=organisation, created_by=actor_user(user)
+            )
     except IntegrityError as error:
         raise _duplicate(values["name"]) from error
 
@@ -55,7 +61,9 @@ def onprem_profile_create(*, user: OptionalActor, **values: Any) -> OnPremProfil
 def onprem_profile_update(*, profile: OnPremProfile, **changes: Any) -> OnPremProfile:
     merged = {name: changes.get(name, getattr(profile, name)) for name in PROFILE_FIELDS}
     _profile_values_check(merged)
-    others = OnPremProfile.objects.exclude(pk=profile.pk)
+    others = OnPremProfile.objects.filter(organisation=profile.organisation_id).exclude(
+        pk=profile.pk
+    )
     if "name" in changes and others.filter(name=changes["name"]).exists():
         raise _duplicate(changes["name"])
     model_update(profile, changes, allowed=PROFILE_FIELDS, refuse=PricingError)

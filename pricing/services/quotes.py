@@ -10,6 +10,7 @@ from django.db import transaction
 
 from planner.lib.actors import OptionalActor, actor_user
 from planner.lib.updates import model_update
+from planner.organisations import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError, QuoteNotSelectable
 from pricing.models import VendorQuote
@@ -100,10 +101,13 @@ def _quote_price_check(values: dict[str, Any]) -> None:
     values["price_per_accelerator_hour"] = derived
 
 
-def quote_create(*, user: OptionalActor, **values: Any) -> VendorQuote:
-    """Record a vendor quote priced per accelerator-hour, or as a total for a term."""
+def quote_create(*, user: OptionalActor, organisation: Organisation, **values: Any) -> VendorQuote:
+    """Record a vendor quote of ``organisation`` priced per accelerator-hour, or as a total
+    for a term."""
     checked = quote_values_check({name: values.get(name) for name in QUOTE_FIELDS})
-    return VendorQuote.objects.create(**checked, created_by=actor_user(user))
+    return VendorQuote.objects.create(
+        **checked, organisation=organisation, created_by=actor_user(user)
+    )
 
 
 @transaction.atomic

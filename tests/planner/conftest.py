@@ -14,6 +14,7 @@ from rest_framework.test import APIClient
 
 from estimator.core.presets import preset_scenario
 from planner.models import Organisation, Project, Role, Scenario
+from planner.organisations.demo import demo_organisation
 from planner.services import membership_grant, organisation_create, project_create, scenario_create
 from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_REFERENCE, pricing_demo_load
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
@@ -26,7 +27,8 @@ def prices(db: None) -> None:
 
 @pytest.fixture
 def organisation(db: None) -> Organisation:
-    return organisation_create(name="Acme AI Research")
+    """The demo organisation (the demo prices' quote and on-prem profile are its)."""
+    return demo_organisation()
 
 
 @pytest.fixture

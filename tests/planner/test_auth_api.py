@@ -1,6 +1,7 @@
 import hashlib
 import threading
 import urllib.request
+from collections.abc import Iterator
 
 import pytest
 import yaml
@@ -9,8 +10,17 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from planner.lib.api import SchemaView
+from planner.lib.login_guard import login_lockout_lift
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_counters() -> Iterator[None]:
+    """The token endpoint counts logins per address in the cache, which outlives a test."""
+    login_lockout_lift(address="127.0.0.1", username="maya")
+    yield
+    login_lockout_lift(address="127.0.0.1", username="maya")
 
 
 @pytest.fixture
@@ -24,6 +34,7 @@ def test_token_endpoint_returns_a_token_that_authenticates(user: User) -> None:
         "/api/v1/auth/token/", {"username": "maya", "password": "correct horse battery"}
     )
     assert response.status_code == 200
+    assert set(response.json()) == {"token", "expiry"}
     token = response.json()["token"]
     api.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     assert api.get("/api/v1/").status_code == 200

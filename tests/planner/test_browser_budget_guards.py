@@ -23,15 +23,15 @@ from pytest_django.live_server_helper import LiveServer
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import WebDriverWait
 
 from planner.demo import demo_users_load
 from planner.models import BudgetRequest, BudgetState, Role, RunStatus, Scenario
-from planner.services import membership_grant, organisation_create, project_create, scenario_create
+from planner.organisations.demo import demo_organisation
+from planner.services import membership_grant, project_create, scenario_create
 from pricing.demo import pricing_demo_load
 from pricing.models import PriceEntry
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, page_replaced
 from tests.planner.conftest import too_big_spec
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -66,7 +66,7 @@ def _log_out(browser: WebDriver) -> None:
 def _click_through(browser: WebDriver, selector: str) -> None:
     page = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.CSS_SELECTOR, selector).click()
-    WebDriverWait(browser, 15).until(staleness_of(page))
+    WebDriverWait(browser, 15).until(page_replaced(page))
 
 
 def _wait_until_finished(browser: WebDriver) -> None:
@@ -103,7 +103,7 @@ def _download(browser: WebDriver, base: str, testid: str) -> bytes:
 def _scenario(flagged: PriceEntry) -> Scenario:
     demo_users_load()
     maya, finn = User.objects.get(username="maya"), User.objects.get(username="finn")
-    organisation = organisation_create(name="Acme AI Research")
+    organisation = demo_organisation()  # the one the demo users and quote belong to
     membership_grant(organisation=organisation, user=maya, role=Role.REQUESTER)
     membership_grant(organisation=organisation, user=finn, role=Role.APPROVER)
     project = project_create(

@@ -17,11 +17,11 @@ from django.urls import reverse
 from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import WebDriverWait
 
 from planner.models import Organisation, Project
 from planner.services import project_create
+from tests.conftest import page_replaced
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -61,7 +61,7 @@ def test_editing_only_the_name_keeps_the_deadline(
     screenshot("edited")
     page = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.CSS_SELECTOR, "[data-testid=save-project]").click()
-    WebDriverWait(browser, 15).until(staleness_of(page))
+    WebDriverWait(browser, 15).until(page_replaced(page))
     heading = browser.find_element(By.CSS_SELECTOR, "[data-testid=project-name]")
     assert heading.text == "Llama 3 8B, second pass"
     saved = Project.objects.get(pk=project.pk)

@@ -25,7 +25,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from estimator.core.presets import load_recipes
 from planner.demo import demo_users_load
 from planner.models import EstimationRun, Project, Role, RunStatus, Scenario
-from planner.services import membership_grant, organisation_create
+from planner.organisations.demo import demo_organisation
+from planner.services import membership_grant
 from pricing.demo import pricing_demo_load
 from tests.planner.conftest import list_price
 from tests.planner.test_browser_journey import CANVAS_INK, _inked, _log_in, _type, _wait_for_status
@@ -128,7 +129,7 @@ def test_a_requester_compares_lora_with_full_fine_tuning_in_the_browser(
         request.getfixturevalue("celery_worker")  # runs really go through Redis to a worker
     pricing_demo_load()
     demo_users_load()
-    organisation = organisation_create(name="Acme AI Research")
+    organisation = demo_organisation()  # the one the demo users and quote belong to
     maya = User.objects.get(username="maya")
     membership_grant(organisation=organisation, user=maya, role=Role.REQUESTER)
     base = live_server.url  # type: ignore[attr-defined]

@@ -24,14 +24,14 @@ from django.contrib.auth.models import User
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
-from selenium.webdriver.support.expected_conditions import staleness_of
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from planner.demo import demo_users_load
 from planner.models import BudgetRequest, BudgetState, EstimationRun, Project, Role, RunStatus
-from planner.services import membership_grant, organisation_create
+from planner.organisations.demo import demo_organisation
+from planner.services import membership_grant
 from pricing.demo import pricing_demo_load
-from tests.conftest import ARTIFACTS
+from tests.conftest import ARTIFACTS, page_replaced
 from tests.planner.conftest import list_price
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -85,7 +85,7 @@ def _click_through(browser: WebDriver, selector: str) -> None:
     """Click a link or button that loads a new page, and wait until the old one is gone."""
     page = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.CSS_SELECTOR, selector).click()
-    WebDriverWait(browser, 15).until(staleness_of(page))
+    WebDriverWait(browser, 15).until(page_replaced(page))
 
 
 def _log_out(browser: WebDriver) -> None:
@@ -150,7 +150,7 @@ def test_a_requester_compares_three_accelerators_in_the_browser(
         request.getfixturevalue("celery_worker")  # runs really go through Redis to a worker
     pricing_demo_load()
     demo_users_load()  # maya, and finn: finance, who approves budgets
-    organisation = organisation_create(name="Acme AI Research")
+    organisation = demo_organisation()  # the one the demo users and quote belong to
     membership_grant(
         organisation=organisation, user=User.objects.get(username="maya"), role=Role.REQUESTER
     )

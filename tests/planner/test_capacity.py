@@ -22,6 +22,7 @@ from planner.capacity import (
     deadline_days,
 )
 from planner.models import Scenario
+from planner.organisations.demo import demo_organisation
 from planner.prices import price_describe, price_get, price_key_parse
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType
@@ -47,6 +48,7 @@ def _options(book: PriceBook | None, **changes: Any) -> Any:
         "currency": "USD",
         "max_gpus": 512,
         "on": timezone.localdate(),
+        "viewer": demo_organisation(),
         **changes,
     }
     return capacity_options(**arguments)
@@ -128,6 +130,7 @@ def test_prices_in_another_currency_are_converted_with_the_rate_named(prices: No
     today = timezone.localdate()
     quote_create(
         user=None,
+        organisation=demo_organisation(),
         vendor="Euro Compute GmbH",
         reference="EU-1",
         accelerator=Accelerator.objects.get(catalog_id="A100-80GB-SXM"),

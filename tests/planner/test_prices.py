@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from planner.forms import ScenarioForm, price_choices
-from planner.models import Project, Scenario
+from planner.models import Organisation, Project, Scenario
 from planner.prices import (
     PRICE_MODELS,
     device_word,
@@ -189,9 +189,11 @@ def test_an_onprem_profile_costs_its_cost_of_ownership_to_the_hundredth_of_a_cen
     assert price_describe(profile).choice_label(timezone.localdate()).endswith(" [any]")
 
 
-def test_the_form_lists_every_price_by_its_key_and_choice_label(prices: None) -> None:
+def test_the_form_lists_every_price_by_its_key_and_choice_label(
+    prices: None, organisation: Organisation
+) -> None:
     today = timezone.localdate()
-    groups = price_choices()
+    groups = price_choices(organisation=organisation)
     assert list(groups) == ["Price books", "Vendor quotes", "On-prem"]
     for choices in groups.values():
         for choice in choices:

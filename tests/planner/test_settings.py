@@ -73,3 +73,16 @@ def test_service_urls_select_postgresql_and_real_workers() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["django.db.backends.postgresql", "False", "redis://h:6379/2"]
+
+
+def test_the_development_mailer_prints_mail_to_the_console() -> None:
+    # The SMTP-only options (a timeout) once went to the console backend too, which refused
+    # them, so development mail was never shown.
+    code = (
+        "from django.core.mail import send_mail; "
+        "send_mail('Budget submitted', 'Open it', 'a@example.com', ['finn@example.com'])"
+    )
+    result = run_manage("shell", "-v", "0", "-c", code, env={"DJANGO_DEBUG": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "Subject: Budget submitted" in result.stdout
+    assert "To: finn@example.com" in result.stdout

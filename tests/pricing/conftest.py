@@ -1,4 +1,5 @@
-"""Fixtures of the pricing tests: the real catalog, providers, users by role, price books."""
+"""Fixtures of the pricing tests: the real catalog, providers, users by role in two
+organisations, price books."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
+from planner.organisations import Organisation, membership_grant, organisation_create
+from planner.organisations.demo import demo_organisation
 from planner.roles import PRICING_ADMIN, REQUESTER
 from pricing.demo import pricing_admin_permissions_grant
 from pricing.models import Accelerator, PriceBook, Provider
@@ -35,21 +38,44 @@ def providers(db: None) -> dict[str, Provider]:
     return {slug: provider_create(slug=slug, name=name, kind=kind) for slug, name, kind in specs}
 
 
-def _user_with_role(username: str, role: str, *, is_staff: bool = False) -> User:
+@pytest.fixture
+def organisation(db: None) -> Organisation:
+    """The demo organisation: the demo's quote and on-prem profile are its."""
+    return demo_organisation()
+
+
+@pytest.fixture
+def other_organisation(db: None) -> Organisation:
+    return organisation_create(name="Globex Labs")
+
+
+def _user_with_role(
+    username: str, role: str, organisation: Organisation, *, is_staff: bool = False
+) -> User:
+    """A member of ``organisation`` holding ``role`` there, in the group of the role too."""
     user = User.objects.create_user(username, password=f"{username}-pass", is_staff=is_staff)
     user.groups.add(Group.objects.get_or_create(name=role)[0])
+    membership_grant(organisation=organisation, user=user, role=role)
     return user
 
 
 @pytest.fixture
-def requester(db: None) -> User:
-    return _user_with_role("maya", REQUESTER)
+def requester(organisation: Organisation) -> User:
+    return _user_with_role("maya", REQUESTER, organisation)
 
 
 @pytest.fixture
-def pricing_admin(db: None) -> User:
+def pricing_admin(organisation: Organisation) -> User:
+    """Pricing admin of the demo organisation, and staff (may change public books)."""
     pricing_admin_permissions_grant()
-    return _user_with_role("ivan", PRICING_ADMIN, is_staff=True)
+    return _user_with_role("ivan", PRICING_ADMIN, organisation, is_staff=True)
+
+
+@pytest.fixture
+def other_pricing_admin(other_organisation: Organisation) -> User:
+    """Pricing admin of another organisation, not staff."""
+    pricing_admin_permissions_grant()
+    return _user_with_role("olga", PRICING_ADMIN, other_organisation)
 
 
 @pytest.fixture

@@ -58,8 +58,11 @@ def test_pricing_demo_load_seeds_what_a_new_user_needs() -> None:
     assert round(onprem_profile_cost(profile=profile).price_per_gpu_hour, 2) == Decimal("2.65")
     from django.utils import timezone
 
-    quote = quotes_selectable(on=timezone.localdate()).get()
+    quote = quotes_selectable(on=timezone.localdate(), quotes=VendorQuote.objects.all()).get()
     assert quote.is_example
+    assert quote.organisation.name == "Acme AI Research"
+    assert profile.organisation == quote.organisation
+    assert book.organisation is None  # the list-price snapshot is public
     assert "not a real offer" in quote.vendor
 
 

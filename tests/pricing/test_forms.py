@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import ValidationError
 from django.utils import translation
 
@@ -12,8 +13,10 @@ from pricing.forms import CsvUploadForm
 
 
 @pytest.mark.parametrize("language", ["en-gb", "en-us", "de"])
-def test_fetched_at_renders_as_iso(language: str) -> None:
-    form = CsvUploadForm(initial={"fetched_at": datetime(2026, 4, 3, 9, 30, tzinfo=UTC)})
+def test_fetched_at_renders_as_iso(language: str, db: None) -> None:
+    form = CsvUploadForm(
+        initial={"fetched_at": datetime(2026, 4, 3, 9, 30, tzinfo=UTC)}, user=AnonymousUser()
+    )
     with translation.override(language):
         assert 'value="2026-04-03 09:30"' in str(form["fetched_at"])
 

@@ -4,7 +4,9 @@ from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import User
 
+from planner.organisations.demo import demo_organisation
 from pricing.errors import NoExchangeRate
 from pricing.models import Accelerator, PriceBook, Provider, VendorQuote
 from pricing.selectors import accelerator_price_ranges, money_convert, quotes_selectable
@@ -83,6 +85,7 @@ def test_quotes_selectable_leaves_out_expired_and_early_quotes(
     def quote(vendor: str, start: date, end: date) -> VendorQuote:
         return quote_create(
             user=None,
+            organisation=demo_organisation(),
             vendor=vendor,
             accelerator=catalog["H100-SXM"],
             accelerator_count=64,
@@ -95,8 +98,10 @@ def test_quotes_selectable_leaves_out_expired_and_early_quotes(
     valid = quote("valid", date(2026, 1, 1), date(2026, 12, 31))
     quote("expired", date(2025, 1, 1), date(2025, 12, 31))
     quote("early", date(2027, 1, 1), date(2027, 6, 30))
-    assert list(quotes_selectable(on=date(2026, 6, 1))) == [valid]
-    assert list(quotes_selectable(on=date(2026, 12, 31))) == [valid]
+    assert list(quotes_selectable(on=date(2026, 6, 1), quotes=VendorQuote.objects.all())) == [valid]
+    assert list(quotes_selectable(on=date(2026, 12, 31), quotes=VendorQuote.objects.all())) == [
+        valid
+    ]
 
 
 def test_accelerator_price_ranges_convert_and_leave_flagged_entries_out(
@@ -121,7 +126,8 @@ def test_accelerator_price_ranges_convert_and_leave_flagged_entries_out(
         )
     price_book_publish(book=euro_book, user=None)
     _rate("EUR", "USD", "1.5", date(2026, 1, 1), "test rate")
-    price_range = accelerator_price_ranges(currency="USD")[catalog["H100-SXM"].pk]
+    everyone = User.objects.create_superuser("root")
+    price_range = accelerator_price_ranges(viewer=everyone, currency="USD")[catalog["H100-SXM"].pk]
     assert price_range.low == Decimal("3.00")  # 2.00 EUR at 1.5
     assert price_range.high == Decimal("6.88")  # 55.04 / 8 from the USD book
     assert price_range.entry_count == 3

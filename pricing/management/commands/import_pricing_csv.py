@@ -7,6 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from planner.organisations import Organisation
 from pricing.errors import CsvImportError, PricingError
 from pricing.models import PriceBook
 from pricing.services import csv_text_decode, price_book_csv_import, quote_csv_import
@@ -29,6 +30,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("kind", choices=["price-book", "quotes"])
         parser.add_argument("file", type=Path)
+        parser.add_argument(
+            "--organisation",
+            help="name of the organisation whose quotes or private book these are "
+            "(required for quotes; without it a new book is public)",
+        )
         book = parser.add_argument_group("price-book: an existing draft, or a new one")
         book.add_argument("--book", type=int, help="id of a draft price book")
         book.add_argument("--name", help="name of a new draft price book")
@@ -39,11 +45,15 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             text = csv_text_decode(options["file"].read_bytes())
+            organisation = self._organisation(options["organisation"])
             if options["kind"] == "quotes":
-                quotes = quote_csv_import(text=text, user=None)
+                if organisation is None:
+                    raise CommandError("--organisation is required for quotes")
+                quotes = quote_csv_import(text=text, user=None, organisation=organisation)
                 self.stdout.write(self.style.SUCCESS(f"Imported {len(quotes)} quotes."))
                 return
-            result = price_book_csv_import(text=text, user=None, **self._target(options))
+            target = self._target(options, organisation)
+            result = price_book_csv_import(text=text, user=None, **target)
         except CsvImportError as error:
             lines = [error.message, *(f"  {problem}" for problem in error.errors)]
             raise CommandError("\n".join(lines)) from None
@@ -56,7 +66,15 @@ class Command(BaseCommand):
             )
         )
 
-    def _target(self, options: dict[str, Any]) -> dict[str, Any]:
+    def _organisation(self, name: str | None) -> Organisation | None:
+        if name is None:
+            return None
+        organisation = Organisation.objects.filter(name=name).first()
+        if organisation is None:
+            raise CommandError(f"--organisation: no organisation named {name!r}")
+        return organisation
+
+    def _target(self, options: dict[str, Any], organisation: Organisation | None) -> dict[str, Any]:
         if options["book"] is not None:
             book = PriceBook.objects.filter(pk=options["book"]).first()
             if book is None:
@@ -66,4 +84,4 @@ class Command(BaseCommand):
         if missing:
             raise CommandError(f"give --book, or {', '.join(missing)} for a new draft book")
         keys = ("name", "currency", "source", "fetched_at")
-        return {"new_book": {key: options[key] for key in keys}}
+        return {"new_book": {key: options[key] for key in keys} | {"organisation": organisation}}

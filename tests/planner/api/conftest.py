@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from planner.models import EstimationRun, Organisation, Project, Role, Scenario
+from planner.organisations.demo import demo_organisation
 from planner.services import (
     membership_grant,
     project_create,
@@ -59,6 +60,7 @@ def scenario_payload(prices: None, project: Project) -> Callable[..., dict[str, 
 def expired_quote(prices: None) -> VendorQuote:
     return quote_create(
         user=None,
+        organisation=demo_organisation(),
         vendor="Old Compute Ltd",
         reference="OLD-1",
         accelerator=Accelerator.objects.get(catalog_id="H100-SXM"),

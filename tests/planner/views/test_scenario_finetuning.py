@@ -20,6 +20,7 @@ from estimator.core.scenario import OFFLOAD_MODES, OPTIMIZERS
 from planner import labels
 from planner.forms import ScenarioForm, recipes_for_page
 from planner.models import Project, Scenario
+from planner.organisations.demo import demo_organisation
 from planner.services import scenario_update
 from pricing.models import Accelerator, PriceEntry, VendorQuote
 from pricing.services.quotes import quote_create
@@ -75,7 +76,8 @@ def _quote_for(catalog_id: str) -> VendorQuote:
     """An hourly vendor quote for an accelerator the demo price book does not list."""
     today = timezone.localdate()
     return quote_create(
-        user=None, vendor="Test Compute", reference=f"TEST-{catalog_id}",
+        user=None, organisation=demo_organisation(), vendor="Test Compute",
+        reference=f"TEST-{catalog_id}",
         accelerator=Accelerator.objects.get(catalog_id=catalog_id), accelerator_count=16,
         price_per_accelerator_hour=Decimal("1.50"), currency="USD", valid_from=today,
         valid_until=today + timedelta(days=30), terms="test",

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from planner.organisations.demo import demo_organisation
 from pricing.api import serializers as io
 from pricing.demo import WORKED_EXAMPLE
 from pricing.models import (
@@ -221,6 +222,7 @@ def world(draft_book: PriceBook, catalog: dict[str, Accelerator]) -> World:
     )  # fmt: skip
     quote = quote_create(
         user=None,
+        organisation=demo_organisation(),
         vendor="Acme",
         accelerator=catalog["H100-SXM"],
         accelerator_count=64,
@@ -229,7 +231,9 @@ def world(draft_book: PriceBook, catalog: dict[str, Accelerator]) -> World:
         valid_from=date(2026, 1, 1),
         valid_until=date(2026, 12, 31),
     )
-    profile = onprem_profile_create(user=None, name="DC 1", **dict(WORKED_EXAMPLE))
+    profile = onprem_profile_create(
+        user=None, organisation=demo_organisation(), name="DC 1", **dict(WORKED_EXAMPLE)
+    )
     entry = draft_book.entries.first()
     return {"book": draft_book, "entry": entry, "custom": custom, "quote": quote,
             "profile": profile}  # fmt: skip

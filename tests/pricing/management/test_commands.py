@@ -7,7 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from estimator.core.catalog import load_catalog
-from pricing.models import Accelerator, PriceBook, PriceEntry, Provider
+from planner.organisations import Organisation
+from pricing.models import Accelerator, PriceBook, PriceEntry, Provider, VendorQuote
 
 pytestmark = pytest.mark.django_db
 
@@ -42,6 +43,28 @@ def test_import_pricing_csv_command_imports_a_good_file(
     )
     assert "Imported 1 entries" in output
     assert PriceBook.objects.get(name="March").entries.count() == 1
+
+
+QUOTES_CSV = (
+    "vendor,accelerator,accelerator_count,currency,valid_from,valid_until,"
+    "price_per_accelerator_hour,total_price,term_months,reference\n"
+    "Acme,H100-SXM,64,USD,2026-01-01,2026-06-30,2.25,,,Q-1\n"
+)
+
+
+def test_import_pricing_csv_command_imports_quotes_into_the_named_organisation(
+    tmp_path: Path, catalog: dict[str, Accelerator], organisation: Organisation
+) -> None:
+    path = tmp_path / "quotes.csv"
+    path.write_text(QUOTES_CSV)
+    with pytest.raises(CommandError, match="--organisation is required"):
+        _run("import_pricing_csv", "quotes", str(path))
+    with pytest.raises(CommandError, match="--organisation: no organisation named 'Nobody'"):
+        _run("import_pricing_csv", "quotes", str(path), "--organisation=Nobody")
+    assert "Imported 1 quotes" in _run(
+        "import_pricing_csv", "quotes", str(path), f"--organisation={organisation.name}"
+    )
+    assert VendorQuote.objects.get(reference="Q-1").organisation == organisation
 
 
 def test_import_pricing_csv_command_reports_problems_and_imports_nothing(

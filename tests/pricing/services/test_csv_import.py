@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from planner.organisations.demo import demo_organisation
 from pricing.demo import DATA_DIR
 from pricing.errors import CsvImportError, PricingError, PublishedBookImmutable
 from pricing.models import Accelerator, PriceBook, PriceEntry, Provider, VendorQuote
@@ -180,7 +181,7 @@ def test_quote_csv_import_good_file(catalog: dict[str, Accelerator]) -> None:
         "Acme,H100-SXM,64,USD,2026-01-01,2026-06-30,2.25,,,Q-1\n"
         "Acme,B200,128,EUR,2026-01-01,2026-06-30,,2242560,12,Q-2\n"
     )
-    quotes = quote_csv_import(text=text, user=None)
+    quotes = quote_csv_import(text=text, user=None, organisation=demo_organisation())
     assert len(quotes) == 2
     derived = VendorQuote.objects.get(reference="Q-2")
     assert derived.price_per_accelerator_hour == Decimal("2.00")  # 2,242,560 / (128 x 12 x 730)
@@ -198,7 +199,7 @@ def test_quote_csv_import_bad_file_reports_every_row_and_imports_nothing(
         "Acme,H100-SXM,64,XXX,2026-01-01,2026-06-30,2.25,,,Q-5\n"
     )
     with pytest.raises(CsvImportError) as failed:
-        quote_csv_import(text=text, user=None)
+        quote_csv_import(text=text, user=None, organisation=demo_organisation())
     assert _problems(failed.value) == {
         (3, "valid_from"),
         (4, "price_per_accelerator_hour"),
@@ -248,6 +249,6 @@ def test_quote_csv_import_text_over_its_column_is_a_problem(
         f"Acme,H100-SXM,8,USD,2026-01-01,2026-12-31,2.00,{'Q' * 101}\n"
     )
     with pytest.raises(CsvImportError) as raised:
-        quote_csv_import(text=text, user=None)
+        quote_csv_import(text=text, user=None, organisation=demo_organisation())
     assert [(p.line, p.column) for p in raised.value.errors] == [(2, "reference")]
     assert not VendorQuote.objects.exists()

@@ -5,6 +5,7 @@ from decimal import Decimal
 
 import pytest
 
+from planner.organisations.demo import demo_organisation
 from pricing.errors import PricingError, QuoteNotSelectable
 from pricing.models import Accelerator, VendorQuote
 from pricing.services import quote_assert_selectable, quote_create, quote_update
@@ -22,7 +23,7 @@ def _quote(catalog: dict[str, Accelerator], **changes: object) -> VendorQuote:
         "valid_from": date(2026, 1, 1),
         "valid_until": date(2026, 3, 31),
     }
-    return quote_create(user=None, **(values | changes))
+    return quote_create(user=None, organisation=demo_organisation(), **(values | changes))
 
 
 def test_quote_create_derives_the_hourly_price_from_a_total_for_a_term(
