@@ -20,17 +20,20 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from planner.lib.updates import audit_value
 from pricing import access, services
 from pricing.errors import PricingError
 from pricing.models import (
     Accelerator,
     ExchangeRate,
     OnPremProfile,
+    PriceAuditEvent,
     PriceBook,
     PriceEntry,
     Provider,
     VendorQuote,
 )
+from pricing.services.audit import price_audit_fields, price_audit_record
 from pricing.services.books import (
     BOOK_FIELDS,
     ENTRY_FIELDS,
@@ -279,13 +282,13 @@ class PriceBookAdmin(OrganisationScopedAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[PriceBook]) -> None:
         for book in queryset:
             try:
-                services.price_book_delete(book=book)
+                services.price_book_delete(book=book, user=request.user)
             except PricingError as error:
                 messages.error(request, error.message)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
-            services.price_book_update(book=obj, **_changes(form, BOOK_FIELDS))
+            services.price_book_update(book=obj, user=request.user, **_changes(form, BOOK_FIELDS))
             return
         values = {name: form.cleaned_data[name] for name in BOOK_FIELDS}
         organisation = self.organisation_of(request, form, public_allowed=True)
@@ -295,7 +298,34 @@ class PriceBookAdmin(OrganisationScopedAdmin):
 
     def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
         services.price_book_assert_draft(PriceBook.objects.get(pk=form.instance.pk))
+        deleted = [
+            (each.instance, price_audit_fields(each.instance, ENTRY_FIELDS))
+            for each in formset.deleted_forms
+            if each.instance.pk
+        ]
+        edited = {
+            each.instance.pk: {
+                name: [audit_value(each.initial.get(name)), audit_value(each.cleaned_data[name])]
+                for name in each.changed_data
+                if name in ENTRY_FIELDS
+            }
+            for each in formset.forms
+            if each.instance.pk and each.has_changed() and each not in formset.deleted_forms
+        }
+        for entry, values in deleted:  # the trail names the entry before the row goes
+            price_audit_record(actor=request.user, action="deleted", subject=entry, changes=values)
         super().save_formset(request, form, formset, change)
+        for entry in formset.new_objects:
+            price_audit_record(
+                actor=request.user,
+                action="created",
+                subject=entry,
+                changes=price_audit_fields(entry, ENTRY_FIELDS),
+            )
+        for entry, _fields in formset.changed_objects:
+            price_audit_record(
+                actor=request.user, action="edited", subject=entry, changes=edited.get(entry.pk)
+            )
 
     @admin.action(description="Publish the selected drafts")
     def publish_selected(self, request: HttpRequest, queryset: QuerySet[PriceBook]) -> None:
@@ -386,16 +416,20 @@ class PriceEntryAdmin(OrganisationScopedAdmin):
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[PriceEntry]) -> None:
         for entry in queryset:
             try:
-                services.price_entry_delete(entry=entry)
+                services.price_entry_delete(entry=entry, user=request.user)
             except PricingError as error:
                 messages.error(request, error.message)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
-            services.price_entry_update(entry=obj, **_changes(form, ENTRY_FIELDS))
+            services.price_entry_update(
+                entry=obj, user=request.user, **_changes(form, ENTRY_FIELDS)
+            )
             return
         values = {name: form.cleaned_data[name] for name in ENTRY_FIELDS}
-        created = services.price_entry_create(book=form.cleaned_data["book"], **values)
+        created = services.price_entry_create(
+            book=form.cleaned_data["book"], user=request.user, **values
+        )
         obj.pk = created.pk
         obj._state.adding = False
 
@@ -434,13 +468,20 @@ class VendorQuoteAdmin(OrganisationScopedAdmin):
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
-            services.quote_update(quote=obj, **_changes(form, QUOTE_FIELDS))
+            services.quote_update(quote=obj, user=request.user, **_changes(form, QUOTE_FIELDS))
             return
         values = {name: form.cleaned_data.get(name) for name in QUOTE_FIELDS}
         organisation = self.organisation_of(request, form, public_allowed=False)
         created = services.quote_create(user=request.user, organisation=organisation, **values)
         obj.pk = created.pk
         obj._state.adding = False
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        services.quote_delete(quote=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[VendorQuote]) -> None:
+        for quote in queryset:
+            services.quote_delete(quote=quote, user=request.user)
 
 
 class OnPremProfileForm(forms.ModelForm):
@@ -470,7 +511,9 @@ class OnPremProfileAdmin(OrganisationScopedAdmin):
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
-            services.onprem_profile_update(profile=obj, **_changes(form, PROFILE_FIELDS))
+            services.onprem_profile_update(
+                profile=obj, user=request.user, **_changes(form, PROFILE_FIELDS)
+            )
             return
         values = {name: form.cleaned_data[name] for name in PROFILE_FIELDS}
         organisation = self.organisation_of(request, form, public_allowed=False)
@@ -479,6 +522,38 @@ class OnPremProfileAdmin(OrganisationScopedAdmin):
         )
         obj.pk = created.pk
         obj._state.adding = False
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        services.onprem_profile_delete(profile=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[OnPremProfile]) -> None:
+        for profile in queryset:
+            services.onprem_profile_delete(profile=profile, user=request.user)
+
+
+@admin.register(PriceAuditEvent)
+class PriceAuditEventAdmin(OrganisationScopedAdmin):
+    """The trail of price changes, read-only: each organisation sees its own (and the public
+    books'); nobody adds, edits or deletes a row here."""
+
+    public_allowed = True
+    list_display = ["created_at", "actor", "action", "subject_label", "organisation"]
+    list_filter = ["subject_type", "action"]
+    list_select_related = ["actor", "organisation"]
+    search_fields = ["subject_label", "comment"]
+    readonly_fields = [
+        "created_at", "organisation", "actor", "action", "subject_type", "subject_id",
+        "subject_label", "changes", "comment",
+    ]  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
 
 
 class ExchangeRateForm(forms.ModelForm):

@@ -14,6 +14,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
 
+from planner.lib.appendonly import AppendOnlyModel
+
 # Prices per hour and rates keep 10 decimals (an instance price / 8 or /16 stays exact);
 # totals are money to the cent; shares are percentages with 2 decimals.
 PRICE_DIGITS, PRICE_PLACES = 20, 10
@@ -352,3 +354,44 @@ class ExchangeRate(models.Model):
 
     def __str__(self) -> str:
         return f"1 {self.base_currency} = {self.rate} {self.quote_currency} on {self.rate_date}"
+
+
+class PriceAuditEvent(AppendOnlyModel):
+    """Who changed a price, when, and what it was before and after (append-only).
+
+    A price book created, edited, published, copied or deleted, a price entry, a vendor
+    quote or an on-prem profile added, edited or deleted. The subject is named by kind, id
+    and label rather than a foreign key, so its history outlives it. ``organisation`` is the
+    subject's (none for a public book), so each organisation reads only its own trail.
+    """
+
+    class Subject(models.TextChoices):
+        PRICE_BOOK = "price_book", "Price book"
+        PRICE_ENTRY = "price_entry", "Price entry"
+        VENDOR_QUOTE = "vendor_quote", "Vendor quote"
+        ONPREM_PROFILE = "onprem_profile", "On-prem profile"
+
+    organisation = models.ForeignKey(
+        "planner.Organisation",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="price_audit_events",
+    )
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.PROTECT, related_name="+"
+    )
+    action = models.CharField(max_length=40)
+    subject_type = models.CharField(max_length=20, choices=Subject.choices)
+    subject_id = models.BigIntegerField()
+    subject_label = models.CharField(max_length=300)
+    changes = models.JSONField(default=dict, blank=True, help_text="{field: [before, after]}")
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+        indexes = [models.Index(fields=["subject_type", "subject_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor}: {self.action} {self.subject_label}"

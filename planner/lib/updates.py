@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -68,9 +69,12 @@ def model_update(
 
 
 def audit_value(value: Any) -> Any:
-    """A value as the audit trail's JSON keeps it: decimals as text, rows as ``Model pk``."""
+    """A value as the audit trail's JSON keeps it: decimals as text, dates and times in ISO
+    8601, rows as ``Model pk``."""
     if isinstance(value, Decimal):
         return str(value)
+    if isinstance(value, date | datetime):
+        return value.isoformat()
     if isinstance(value, models.Model):
         return f"{type(value).__name__} {value.pk}"
     if isinstance(value, list | tuple):

@@ -94,10 +94,10 @@ class PriceBookViewSet(PricingModelViewSet):
 
     def service_update(self, instance: PriceBook, data: dict[str, Any]) -> PriceBook:
         access.organisation_unchanged(instance, data)
-        return services.price_book_update(book=instance, **data)
+        return services.price_book_update(book=instance, user=self.request.user, **data)
 
     def service_delete(self, instance: PriceBook) -> None:
-        services.price_book_delete(book=instance)
+        services.price_book_delete(book=instance, user=self.request.user)
 
     @extend_schema(request=None, responses={200: io.PriceBookOutput})
     @action(detail=True, methods=["post"])
@@ -142,13 +142,13 @@ class PriceEntryViewSet(PricingModelViewSet):
 
     def service_create(self, data: dict[str, Any]) -> PriceEntry:
         access.change_assert(self.request.user, data["book"])
-        return services.price_entry_create(**data)
+        return services.price_entry_create(user=self.request.user, **data)
 
     def service_update(self, instance: PriceEntry, data: dict[str, Any]) -> PriceEntry:
-        return services.price_entry_update(entry=instance, **data)
+        return services.price_entry_update(entry=instance, user=self.request.user, **data)
 
     def service_delete(self, instance: PriceEntry) -> None:
-        services.price_entry_delete(entry=instance)
+        services.price_entry_delete(entry=instance, user=self.request.user)
 
 
 class QuoteViewSet(PricingModelViewSet):
@@ -170,10 +170,10 @@ class QuoteViewSet(PricingModelViewSet):
 
     def service_update(self, instance: VendorQuote, data: dict[str, Any]) -> VendorQuote:
         access.organisation_unchanged(instance, data)
-        return services.quote_update(quote=instance, **data)
+        return services.quote_update(quote=instance, user=self.request.user, **data)
 
     def service_delete(self, instance: VendorQuote) -> None:
-        services.quote_delete(quote=instance)
+        services.quote_delete(quote=instance, user=self.request.user)
 
 
 class OnPremProfileViewSet(PricingModelViewSet):
@@ -201,10 +201,10 @@ class OnPremProfileViewSet(PricingModelViewSet):
 
     def service_update(self, instance: OnPremProfile, data: dict[str, Any]) -> OnPremProfile:
         access.organisation_unchanged(instance, data)
-        return services.onprem_profile_update(profile=instance, **data)
+        return services.onprem_profile_update(profile=instance, user=self.request.user, **data)
 
     def service_delete(self, instance: OnPremProfile) -> None:
-        services.onprem_profile_delete(profile=instance)
+        services.onprem_profile_delete(profile=instance, user=self.request.user)
 
     @extend_schema(
         request=io.OnPremInput,

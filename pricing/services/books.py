@@ -17,6 +17,7 @@ from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PriceBookGone, PricingError, PublishedBookImmutable
 from pricing.models import PriceBook, PriceEntry, PricingType
 from pricing.services._common import positive_check
+from pricing.services.audit import price_audit_fields, price_audit_label, price_audit_record
 
 BOOK_FIELDS = ("name", "description", "currency", "source", "fetched_at", "dates_note")
 ENTRY_FIELDS = (
@@ -88,17 +89,21 @@ def price_book_create(
     write where is :func:`pricing.access.write_organisation`'s to say)."""
     values = {"name": name, "currency": currency, "source": source, "fetched_at": fetched_at}
     price_book_values_check(values)
-    return PriceBook.objects.create(
+    book = PriceBook.objects.create(
         **values,
         description=description,
         dates_note=dates_note,
         organisation=organisation,
         created_by=actor_user(user),
     )
+    price_audit_record(
+        actor=user, action="created", subject=book, changes=price_audit_fields(book, BOOK_FIELDS)
+    )
+    return book
 
 
 @transaction.atomic
-def price_book_update(*, book: PriceBook, **changes: Any) -> PriceBook:
+def price_book_update(*, book: PriceBook, user: OptionalActor = None, **changes: Any) -> PriceBook:
     current = price_book_locked_draft(book)
     price_book_values_check(changes)
     if (
@@ -110,13 +115,22 @@ def price_book_update(*, book: PriceBook, **changes: Any) -> PriceBook:
             "the book has entries priced in its currency; copy it or start a new book",
             field="currency",
         )
-    model_update(current, changes, allowed=BOOK_FIELDS, refuse=PricingError)
+    changed = model_update(current, changes, allowed=BOOK_FIELDS, refuse=PricingError)
+    if changed:
+        price_audit_record(actor=user, action="edited", subject=current, changes=changed)
     return current
 
 
 @transaction.atomic
-def price_book_delete(*, book: PriceBook) -> None:
-    price_book_locked_draft(book).delete()
+def price_book_delete(*, book: PriceBook, user: OptionalActor = None) -> None:
+    current = price_book_locked_draft(book)
+    price_audit_record(
+        actor=user,
+        action="deleted",
+        subject=current,
+        comment=f"with its {current.entries.count()} entries",
+    )
+    current.delete()
 
 
 @transaction.atomic
@@ -129,6 +143,12 @@ def price_book_publish(*, book: PriceBook, user: OptionalActor) -> PriceBook:
     current.published_at = timezone.now()
     current.published_by = actor_user(user)
     current.save(update_fields=["status", "published_at", "published_by", "updated_at"])
+    price_audit_record(
+        actor=user,
+        action="published",
+        subject=current,
+        changes={"status": [PriceBook.Status.DRAFT, PriceBook.Status.PUBLISHED]},
+    )
     return current
 
 
@@ -163,7 +183,14 @@ def price_book_copy(
     )
     copy.copied_from = source
     copy.save(update_fields=["copied_from"])
-    price_entries_copy(source=source, target=copy)
+    copied = price_entries_copy(source=source, target=copy)
+    price_audit_record(
+        actor=user,
+        action="copied",
+        subject=copy,
+        changes={"copied_from": [None, f"PriceBook {source.pk}"]},
+        comment=f"{copied} entries copied from {price_audit_label(source)}",
+    )
     return copy
 
 
@@ -289,26 +316,37 @@ def _entry_duplicate_check(
 
 
 @transaction.atomic
-def price_entry_create(*, book: PriceBook, **values: Any) -> PriceEntry:
+def price_entry_create(*, book: PriceBook, user: OptionalActor = None, **values: Any) -> PriceEntry:
     current = price_book_locked_draft(book)
     values = price_entry_values_check({name: values.get(name) for name in ENTRY_FIELDS})
     _entry_duplicate_check(current, values, exclude=None)
-    return PriceEntry.objects.create(book=current, **values)
+    entry = PriceEntry.objects.create(book=current, **values)
+    price_audit_record(
+        actor=user, action="created", subject=entry, changes=price_audit_fields(entry, ENTRY_FIELDS)
+    )
+    return entry
 
 
 @transaction.atomic
-def price_entry_update(*, entry: PriceEntry, **changes: Any) -> PriceEntry:
+def price_entry_update(
+    *, entry: PriceEntry, user: OptionalActor = None, **changes: Any
+) -> PriceEntry:
     current = price_book_locked_draft(entry.book)
     merged = {name: changes.get(name, getattr(entry, name)) for name in ENTRY_FIELDS}
     if "price_per_instance_hour" in changes and "price_per_accelerator_hour" not in changes:
         merged["price_per_accelerator_hour"] = None  # derive it again from the new price
     values = price_entry_values_check(merged)
     _entry_duplicate_check(current, values, exclude=entry.pk)
-    model_update(entry, values, allowed=ENTRY_FIELDS, refuse=PricingError)
+    changed = model_update(entry, values, allowed=ENTRY_FIELDS, refuse=PricingError)
+    if changed:
+        price_audit_record(actor=user, action="edited", subject=entry, changes=changed)
     return entry
 
 
 @transaction.atomic
-def price_entry_delete(*, entry: PriceEntry) -> None:
+def price_entry_delete(*, entry: PriceEntry, user: OptionalActor = None) -> None:
     price_book_locked_draft(entry.book)
+    price_audit_record(
+        actor=user, action="deleted", subject=entry, changes=price_audit_fields(entry, ENTRY_FIELDS)
+    )
     entry.delete()

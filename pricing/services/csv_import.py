@@ -24,12 +24,13 @@ from planner.organisations import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import CsvImportError, CsvRowError, PricingError
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType, Provider, VendorQuote
+from pricing.services.audit import price_audit_fields, price_audit_record
 from pricing.services.books import (
     price_book_create,
     price_book_locked_draft,
     price_entry_values_check,
 )
-from pricing.services.quotes import quote_values_check
+from pricing.services.quotes import QUOTE_FIELDS, quote_values_check
 
 MAX_ROWS = 20_000
 
@@ -331,6 +332,12 @@ def price_book_csv_import(
     if duplicates:
         raise CsvImportError(duplicates)
     PriceEntry.objects.bulk_create(PriceEntry(book=target, **row.values) for row in rows)
+    price_audit_record(
+        actor=user,
+        action="imported",
+        subject=target,
+        comment=f"{len(rows)} entries imported from a CSV file",
+    )
     return PriceBookImport(target, len(rows))
 
 
@@ -359,7 +366,16 @@ def quote_csv_import(
     duplicates = _quote_duplicates(rows, organisation)
     if duplicates:
         raise CsvImportError(duplicates)
-    return VendorQuote.objects.bulk_create(
+    quotes = VendorQuote.objects.bulk_create(
         VendorQuote(**row.values, organisation=organisation, created_by=actor_user(user))
         for row in rows
     )
+    for quote in quotes:  # bulk_create sets the ids on PostgreSQL and SQLite
+        price_audit_record(
+            actor=user,
+            action="created",
+            subject=quote,
+            changes=price_audit_fields(quote, QUOTE_FIELDS),
+            comment="imported from a CSV file",
+        )
+    return quotes

@@ -13,6 +13,7 @@ from planner.organisations import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PricingError
 from pricing.models import OnPremProfile
+from pricing.services.audit import price_audit_fields, price_audit_record
 from pricing.tco import INPUT_FIELDS, OnPremInputs, onprem_inputs_check
 
 PROFILE_FIELDS = ("name", "accelerator", "currency", "source", *INPUT_FIELDS)
@@ -51,14 +52,24 @@ def onprem_profile_create(
     try:
         # A savepoint: a concurrent save of the same name loses here, not with a 500.
         with transaction.atomic():
-            return OnPremProfile.objects.create(
+            profile = OnPremProfile.objects.create(
                 **values, organisation=organisation, created_by=actor_user(user)
             )
     except IntegrityError as error:
         raise _duplicate(values["name"]) from error
+    price_audit_record(
+        actor=user,
+        action="created",
+        subject=profile,
+        changes=price_audit_fields(profile, PROFILE_FIELDS),
+    )
+    return profile
 
 
-def onprem_profile_update(*, profile: OnPremProfile, **changes: Any) -> OnPremProfile:
+@transaction.atomic
+def onprem_profile_update(
+    *, profile: OnPremProfile, user: OptionalActor = None, **changes: Any
+) -> OnPremProfile:
     merged = {name: changes.get(name, getattr(profile, name)) for name in PROFILE_FIELDS}
     _profile_values_check(merged)
     others = OnPremProfile.objects.filter(organisation=profile.organisation_id).exclude(
@@ -66,9 +77,18 @@ def onprem_profile_update(*, profile: OnPremProfile, **changes: Any) -> OnPremPr
     )
     if "name" in changes and others.filter(name=changes["name"]).exists():
         raise _duplicate(changes["name"])
-    model_update(profile, changes, allowed=PROFILE_FIELDS, refuse=PricingError)
+    changed = model_update(profile, changes, allowed=PROFILE_FIELDS, refuse=PricingError)
+    if changed:
+        price_audit_record(actor=user, action="edited", subject=profile, changes=changed)
     return profile
 
 
-def onprem_profile_delete(*, profile: OnPremProfile) -> None:
+@transaction.atomic
+def onprem_profile_delete(*, profile: OnPremProfile, user: OptionalActor = None) -> None:
+    price_audit_record(
+        actor=user,
+        action="deleted",
+        subject=profile,
+        changes=price_audit_fields(profile, PROFILE_FIELDS),
+    )
     profile.delete()

@@ -15,6 +15,7 @@ from pricing.currency import currency_code_check
 from pricing.errors import PricingError, QuoteNotSelectable
 from pricing.models import VendorQuote
 from pricing.services._common import positive_check
+from pricing.services.audit import price_audit_fields, price_audit_record
 
 HOURS_PER_MONTH = Decimal(730)  # 8,760 hours a year / 12
 PRICE_QUANTUM = Decimal("1e-10")
@@ -105,23 +106,34 @@ def quote_create(*, user: OptionalActor, organisation: Organisation, **values: A
     """Record a vendor quote of ``organisation`` priced per accelerator-hour, or as a total
     for a term."""
     checked = quote_values_check({name: values.get(name) for name in QUOTE_FIELDS})
-    return VendorQuote.objects.create(
+    quote = VendorQuote.objects.create(
         **checked, organisation=organisation, created_by=actor_user(user)
     )
+    price_audit_record(
+        actor=user, action="created", subject=quote, changes=price_audit_fields(quote, QUOTE_FIELDS)
+    )
+    return quote
 
 
 @transaction.atomic
-def quote_update(*, quote: VendorQuote, **changes: Any) -> VendorQuote:
+def quote_update(*, quote: VendorQuote, user: OptionalActor = None, **changes: Any) -> VendorQuote:
     merged = {name: changes.get(name, getattr(quote, name)) for name in QUOTE_FIELDS}
     if "price_per_accelerator_hour" in changes and "total_price" not in changes:
         merged["total_price"] = None  # a new hourly price replaces a total for a term
     elif merged["total_price"] is not None and "price_per_accelerator_hour" not in changes:
         merged["price_per_accelerator_hour"] = None  # derived again from the total
-    model_update(quote, quote_values_check(merged), allowed=QUOTE_FIELDS, refuse=PricingError)
+    checked = quote_values_check(merged)
+    changed = model_update(quote, checked, allowed=QUOTE_FIELDS, refuse=PricingError)
+    if changed:
+        price_audit_record(actor=user, action="edited", subject=quote, changes=changed)
     return quote
 
 
-def quote_delete(*, quote: VendorQuote) -> None:
+@transaction.atomic
+def quote_delete(*, quote: VendorQuote, user: OptionalActor = None) -> None:
+    price_audit_record(
+        actor=user, action="deleted", subject=quote, changes=price_audit_fields(quote, QUOTE_FIELDS)
+    )
     quote.delete()
 
 
