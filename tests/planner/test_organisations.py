@@ -214,21 +214,26 @@ AFTER = [("pricing", "0004_organisation_required")]
 def test_the_data_migration_gives_prices_the_organisation_that_uses_them() -> None:
     executor = MigrationExecutor(connection)
     executor.migrate(BEFORE)
-    apps = executor.loader.project_state(BEFORE).apps
-    made = _legacy_data(apps)
+    try:
+        apps = executor.loader.project_state(BEFORE).apps
+        made = _legacy_data(apps)
 
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(AFTER)
-    apps = executor.loader.project_state(AFTER).apps
-    quotes = apps.get_model("pricing", "VendorQuote").objects
-    books = apps.get_model("pricing", "PriceBook").objects
-    profiles = apps.get_model("pricing", "OnPremProfile").objects
-    assert quotes.get(pk=made["used_quote"]).organisation_id == made["globex"]
-    assert quotes.get(pk=made["unused_quote"]).organisation_id == made["acme"]
-    assert profiles.get(pk=made["profile"]).organisation_id == made["acme"]
-    assert books.get(pk=made["published"]).organisation_id is None
-    assert books.get(pk=made["draft"]).organisation_id == made["globex"]
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(AFTER)
+        apps = executor.loader.project_state(AFTER).apps
+        quotes = apps.get_model("pricing", "VendorQuote").objects
+        books = apps.get_model("pricing", "PriceBook").objects
+        profiles = apps.get_model("pricing", "OnPremProfile").objects
+        assert quotes.get(pk=made["used_quote"]).organisation_id == made["globex"]
+        assert quotes.get(pk=made["unused_quote"]).organisation_id == made["acme"]
+        assert profiles.get(pk=made["profile"]).organisation_id == made["acme"]
+        assert books.get(pk=made["published"]).organisation_id is None
+        assert books.get(pk=made["draft"]).organisation_id == made["globex"]
+    finally:  # every later migration back, for the tests that follow
+        executor = MigrationExecutor(connection)
+        executor.loader.build_graph()
+        executor.migrate(executor.loader.graph.leaf_nodes())
 
 
 def _legacy_data(apps: object) -> dict[str, int]:
