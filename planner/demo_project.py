@@ -19,11 +19,11 @@ from django.utils import timezone
 from estimator.core.presets import preset_scenario
 from planner.demo import DEMO_USERS
 from planner.models import EstimationRun, Organisation, Project, Role, RunStatus
+from planner.organisations.demo import demo_organisation
 from planner.services import (
     budget_request_create,
     budget_request_submit,
     membership_grant,
-    organisation_create,
     project_create,
     run_start,
     scenario_create,
@@ -31,7 +31,6 @@ from planner.services import (
 from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_COUNT, EXAMPLE_QUOTE_REFERENCE
 from pricing.models import PriceEntry, VendorQuote
 
-DEMO_ORGANISATION = "Acme AI Research"
 DEMO_PROJECT = "Llama 3 70B pre-training, 2T tokens"
 DEMO_SEED = 20261123
 TOKENS = 2e12
@@ -47,9 +46,7 @@ DEMO_SCENARIOS = (
 
 
 def _organisation() -> Organisation:
-    organisation = Organisation.objects.filter(name=DEMO_ORGANISATION).first()
-    if organisation is None:
-        organisation = organisation_create(name=DEMO_ORGANISATION, base_currency="USD")
+    organisation = demo_organisation()
     for demo in DEMO_USERS:
         user = User.objects.get(username=demo.username)
         for role in demo.roles:

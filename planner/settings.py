@@ -134,7 +134,9 @@ RUN_HEARTBEAT_S = env_int("TRAINPLAN_RUN_HEARTBEAT_S", 10)
 RUN_STALE_AFTER_S = env_int("TRAINPLAN_RUN_STALE_AFTER_S", 60)
 RUN_MAX_ATTEMPTS = env_int("TRAINPLAN_RUN_MAX_ATTEMPTS", 3)
 CELERY_BEAT_SCHEDULE = {
-    "dispatch-pending": {"task": "planner.dispatch_pending", "schedule": DISPATCH_INTERVAL_S}
+    "dispatch-pending": {"task": "planner.dispatch_pending", "schedule": DISPATCH_INTERVAL_S},
+    # Expired API tokens are refused already; this removes their rows once a day.
+    "tokens-expired-delete": {"task": "planner.tokens_expired_delete", "schedule": 24 * 3600},
 }
 
 if REDIS_URL:

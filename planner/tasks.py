@@ -15,6 +15,7 @@ from planner.services.runs import (
     runs_dispatch_pending,
     runs_recover_lost,
 )
+from planner.services.tokens import api_tokens_expired_delete
 
 # What a mail server that is down or refusing raises: worth another try later.
 MAIL_TRANSIENT_ERRORS = (smtplib.SMTPException, OSError)
@@ -79,3 +80,9 @@ def dispatch_pending() -> dict[str, list[int]]:
         "runs_failed": failed,
         "notifications_sent": notifications_dispatch(),
     }
+
+
+@shared_task(name="planner.tokens_expired_delete")
+def tokens_expired_delete() -> int:
+    """Delete expired API tokens, daily from ``celery beat``; returns how many went."""
+    return api_tokens_expired_delete()

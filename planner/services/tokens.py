@@ -66,6 +66,13 @@ def api_token_create(*, user: TokenOwner) -> tuple[AuthToken, str]:
     return AuthToken.objects.create(user=user, expiry=knox_settings.TOKEN_TTL)
 
 
+def api_tokens_expired_delete() -> int:
+    """Delete every expired token (hashes that can no longer sign anyone in); how many.
+    Run daily by ``celery beat`` (``planner.tokens_expired_delete``)."""
+    deleted, _by_model = AuthToken.objects.filter(expiry__lte=timezone.now()).delete()
+    return deleted
+
+
 def api_token_revoke(*, token: AuthToken) -> None:
     token.delete()
 

@@ -203,7 +203,7 @@ def test_the_worker_beats_while_a_step_reports_no_progress(
 
 
 def test_the_dispatcher_is_on_the_beat_schedule() -> None:
-    (entry,) = django_settings.CELERY_BEAT_SCHEDULE.values()
+    entry = django_settings.CELERY_BEAT_SCHEDULE["dispatch-pending"]
     assert entry == {"task": "planner.dispatch_pending", "schedule": 30}
     assert "planner.dispatch_pending" in celery_app.tasks
 

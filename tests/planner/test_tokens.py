@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
@@ -14,6 +15,7 @@ from pytest_django.fixtures import Settings
 from rest_framework.test import APIClient
 
 from planner.lib.login_guard import login_lockout_lift
+from planner.tasks import tokens_expired_delete
 
 pytestmark = pytest.mark.django_db
 
@@ -269,3 +271,14 @@ def test_the_page_cannot_revoke_another_users_token(page: Client, rosa: User) ->
 def test_the_user_menu_links_the_tokens_page(page: Client) -> None:
     html = page.get("/").content.decode()
     assert 'href="/accounts/tokens/"' in html
+
+
+def test_the_daily_sweep_deletes_expired_tokens_only(maya: User, rosa: User) -> None:
+    expired, _ = AuthToken.objects.create(user=maya, expiry=dt.timedelta(hours=1))
+    AuthToken.objects.filter(pk=expired.pk).update(expiry=timezone.now() - dt.timedelta(seconds=1))
+    live, _ = AuthToken.objects.create(user=rosa, expiry=dt.timedelta(hours=1))
+    assert tokens_expired_delete() == 1  # the beat task, run here
+    assert list(AuthToken.objects.values_list("pk", flat=True)) == [live.pk]
+    assert settings.CELERY_BEAT_SCHEDULE["tokens-expired-delete"]["task"] == (
+        "planner.tokens_expired_delete"
+    )
