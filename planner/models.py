@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from planner.lib.appendonly import AppendOnlyModel
 from planner.organisations.models import Membership as Membership
 from planner.organisations.models import Organisation as Organisation
 from planner.organisations.models import Role as Role
@@ -446,16 +447,10 @@ class BudgetDecision(models.Model):
         return f"{self.approver} {self.get_decision_display().lower()} submission {self.submission}"
 
 
-class AuditQuerySet(models.QuerySet["AuditEvent"]):
-    def update(self, **kwargs: object) -> int:
-        raise StateChangeRefused("the audit trail is append-only")
-
-    def delete(self) -> tuple[int, dict[str, int]]:
-        raise StateChangeRefused("the audit trail is append-only")
-
-
-class AuditEvent(models.Model):
+class AuditEvent(AppendOnlyModel):
     """Who did what to a budget request or its scenario, when, and why (append-only)."""
+
+    append_only_error = StateChangeRefused
 
     request = models.ForeignKey(
         BudgetRequest, null=True, on_delete=models.PROTECT, related_name="audit_events"
@@ -474,21 +469,11 @@ class AuditEvent(models.Model):
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
-    objects = AuditQuerySet.as_manager()
-
     class Meta:
         ordering = ["created_at", "pk"]
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor}: {self.action}"
-
-    def save(self, *args: object, **kwargs: object) -> None:
-        if self.pk is not None:
-            raise StateChangeRefused("the audit trail is append-only")
-        super().save(*args, **kwargs)
-
-    def delete(self, *args: object, **kwargs: object) -> tuple[int, dict[str, int]]:
-        raise StateChangeRefused("the audit trail is append-only")
 
 
 # --- Outbox ----------------------------------------------------------------------------------

@@ -18,16 +18,25 @@ class AppendOnlyRefused(Exception):
     """An append-only row was about to be changed or deleted."""
 
 
+REFUSAL = "the audit trail is append-only"
+
+
 class AppendOnlyQuerySet(models.QuerySet[Any]):
     def update(self, **kwargs: object) -> int:
-        raise AppendOnlyRefused("the audit trail is append-only")
+        raise self.model.append_only_error(REFUSAL)
 
     def delete(self) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyRefused("the audit trail is append-only")
+        raise self.model.append_only_error(REFUSAL)
 
 
 class AppendOnlyModel(models.Model):
-    """An abstract row that is inserted once: saving it again or deleting it is refused."""
+    """An abstract row that is inserted once: saving it again or deleting it is refused.
+
+    ``append_only_error`` is what the refusal raises (:class:`AppendOnlyRefused` unless a
+    model names its own, as the planner's audit trail does).
+    """
+
+    append_only_error: type[Exception] = AppendOnlyRefused
 
     objects = AppendOnlyQuerySet.as_manager()
 
@@ -36,8 +45,8 @@ class AppendOnlyModel(models.Model):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if self.pk is not None:
-            raise AppendOnlyRefused("the audit trail is append-only")
+            raise self.append_only_error(REFUSAL)
         super().save(*args, **kwargs)
 
     def delete(self, *args: Any, **kwargs: Any) -> tuple[int, dict[str, int]]:
-        raise AppendOnlyRefused("the audit trail is append-only")
+        raise self.append_only_error(REFUSAL)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -19,6 +17,7 @@ from planner.services import (
 )
 from pricing.demo import pricing_demo_load
 from tests.planner.conftest import list_price, small_spec
+from tests.services import wait_for
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -27,12 +26,13 @@ RUN_TIMEOUT_S = 90
 
 def _finished(run: EstimationRun) -> EstimationRun:
     """The run once done: at once in the embedded mode, from the real worker otherwise."""
-    deadline = time.monotonic() + RUN_TIMEOUT_S
-    while True:
+
+    def done() -> bool:
         run.refresh_from_db()
-        if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED) or time.monotonic() > deadline:
-            return run
-        time.sleep(0.2)
+        return run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED)
+
+    wait_for(done, RUN_TIMEOUT_S, f"run {run.pk} to finish")
+    return run
 
 
 def _estimated(user: User, project: Project, name: str, gpus: int) -> Scenario:

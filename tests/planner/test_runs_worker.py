@@ -8,9 +8,6 @@ the page shows and what the dispatcher acts on, long before Redis would re-deliv
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -21,17 +18,9 @@ from estimator.core.montecarlo import MAX_SAMPLES
 from planner.models import EstimationRun, RunStatus, Scenario
 from planner.services import run_start
 from planner.tasks import dispatch_pending
+from tests.services import wait_for
 
 pytestmark = [pytest.mark.redis, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-def _wait_for(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout} s waiting for {what}")
 
 
 def _status(run: EstimationRun) -> EstimationRun:
@@ -42,7 +31,7 @@ def test_a_real_worker_runs_an_estimation(
     celery_worker: object, scenario: Scenario, requester: User
 ) -> None:
     run = run_start(user=requester, scenario=scenario, seed=5)  # autocommit: enqueued now
-    _wait_for(lambda: _status(run).is_finished, 60, "the run to finish")
+    wait_for(lambda: _status(run).is_finished, 60, "the run to finish")
     done = _status(run)
     assert done.status == RunStatus.SUCCEEDED, done.error
     assert done.task_id
@@ -65,8 +54,8 @@ def test_a_run_survives_its_worker_dying_mid_task(
     first = celery_worker_factory(quick_redelivery)
     # The largest Monte Carlo takes a few seconds: long enough to be killed in the middle.
     run = run_start(user=requester, scenario=scenario, seed=5, samples=MAX_SAMPLES)
-    _wait_for(lambda: _status(run).status == RunStatus.RUNNING, 60, "the run to start")
-    _wait_for(lambda: _status(run).progress > 0.2, 60, "the Monte Carlo to start")
+    wait_for(lambda: _status(run).status == RunStatus.RUNNING, 60, "the run to start")
+    wait_for(lambda: _status(run).progress > 0.2, 60, "the Monte Carlo to start")
     first.stop(kill=True)
     interrupted = _status(run)
     assert interrupted.status == RunStatus.RUNNING
@@ -74,7 +63,7 @@ def test_a_run_survives_its_worker_dying_mid_task(
 
     second = celery_worker_factory(quick_redelivery)
     try:
-        _wait_for(lambda: _status(run).is_finished, 120, "the re-delivered run to finish")
+        wait_for(lambda: _status(run).is_finished, 120, "the re-delivered run to finish")
     finally:
         second.stop()
     done = _status(run)
@@ -95,14 +84,14 @@ def test_a_killed_worker_shows_as_lost_and_the_dispatcher_has_it_finished(
     settings.RUN_STALE_AFTER_S = 3
     first = celery_worker_factory({"TRAINPLAN_RUN_HEARTBEAT_S": "1"})
     run = run_start(user=requester, scenario=scenario, seed=5, samples=MAX_SAMPLES)
-    _wait_for(lambda: _status(run).progress > 0.2, 60, "the Monte Carlo to start")
+    wait_for(lambda: _status(run).progress > 0.2, 60, "the Monte Carlo to start")
     client = Client()
     client.force_login(requester)
     status_url = reverse("planner:run-status", args=[run.pk])
     assert client.get(status_url).json()["state"] == "running"
     first.stop(kill=True)
     lost = lambda: client.get(status_url).json()["state"] == "worker_lost"  # noqa: E731
-    _wait_for(lost, 10, "the status to say the worker was lost")
+    wait_for(lost, 10, "the status to say the worker was lost")
     assert (
         "Worker lost, retrying: no heartbeat for" in client.get(status_url).json()["state_message"]
     )
@@ -111,7 +100,7 @@ def test_a_killed_worker_shows_as_lost_and_the_dispatcher_has_it_finished(
     second = celery_worker_factory({"TRAINPLAN_RUN_HEARTBEAT_S": "1"})
     try:
         assert dispatch_pending()["runs_requeued"] == [run.pk]
-        _wait_for(lambda: _status(run).is_finished, 120, "the re-dispatched run to finish")
+        wait_for(lambda: _status(run).is_finished, 120, "the re-dispatched run to finish")
     finally:
         second.stop()
     done = _status(run)
