@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from pricing.services.quotes import HOURS_PER_MONTH
+
 CENT = Decimal("0.01")
 PERCENTILES = ("p10", "p50", "p90")
 
@@ -34,6 +36,26 @@ def money(value: Decimal) -> Decimal:
 def _decimal(value: float) -> Decimal:
     # repr() keeps every digit a float holds, so the result does not depend on str() rounding
     return Decimal(repr(float(value)))
+
+
+def commitment_minimum(
+    price_per_gpu_hour: Decimal, accelerators: int, term_months: int | None
+) -> Decimal | None:
+    """What a committed price costs however short the run: every accelerator it commits for
+    its whole term, ``price x accelerators x months x 730 h``; None without a term."""
+    if not term_months:
+        return None
+    return (price_per_gpu_hour * accelerators * term_months * HOURS_PER_MONTH).quantize(CENT)
+
+
+def cost_of(
+    gpu_hours: float | Decimal, price_per_gpu_hour: Decimal, minimum_spend: Decimal | None
+) -> Decimal:
+    """``gpu_hours x price`` rounded to the cent, never less than ``minimum_spend``: what a
+    run costs, and what the capacity planner charges an option (the same function)."""
+    hours = gpu_hours if isinstance(gpu_hours, Decimal) else _decimal(gpu_hours)
+    floor = money(minimum_spend) if minimum_spend is not None else Decimal(0)
+    return max(money(hours * price_per_gpu_hour), floor)
 
 
 @dataclass(frozen=True)
@@ -106,7 +128,7 @@ def budget_figures(
     days = {"deterministic": float(estimate["training_days"])}
     days.update({p: float(montecarlo["training_days"][p]) for p in PERCENTILES})
     floor = money(minimum_spend) if minimum_spend is not None else Decimal(0)
-    cost = {key: max(money(value * price_per_gpu_hour), floor) for key, value in hours.items()}
+    cost = {key: cost_of(value, price_per_gpu_hour, minimum_spend) for key, value in hours.items()}
     per_million = cost["p50"] / _decimal(tokens) * Decimal(1_000_000)
     energy = hours["p50"] * _decimal(tdp_w) / Decimal(1000) * pue
     contingency = cost["p90"] - cost["p50"]

@@ -4,6 +4,7 @@ schedule with ``celery -A planner beat``."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from celery import Celery
@@ -38,3 +39,31 @@ def publish(task: Any, *args: object, task_id: str | None = None) -> None:
         connect_timeout=PUBLISH_TIMEOUT_S, transport_options=_PUBLISH_TRANSPORT_OPTIONS
     ) as connection:
         task.apply_async(args, task_id=task_id, connection=connection, retry=False)
+
+
+def publish_many(
+    task: Any, calls: Sequence[tuple[tuple[object, ...], str]]
+) -> tuple[int, Exception | None]:
+    """Send ``task(*args)`` under each ``(args, task_id)`` over one connection, each once.
+
+    Returns how many reached the broker and, when it failed part way, the error (the rest
+    are left to the caller's outbox, as with :func:`publish`).
+    """
+    sent = 0
+    try:
+        if app.conf.task_always_eager:
+            for args, task_id in calls:
+                task.apply_async(args, task_id=task_id)
+                sent += 1
+            return sent, None
+        with app.connection_for_write(
+            connect_timeout=PUBLISH_TIMEOUT_S, transport_options=_PUBLISH_TRANSPORT_OPTIONS
+        ) as connection:
+            for args, task_id in calls:
+                task.apply_async(args, task_id=task_id, connection=connection, retry=False)
+                sent += 1
+    except Exception as error:  # the broker's errors vary by transport; any means "not sent"
+        if app.conf.task_always_eager:
+            raise  # in eager mode it is the task's own error, not the broker's
+        return sent, error
+    return sent, None

@@ -16,6 +16,7 @@ from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 from planner.lib.actors import Actor
 from planner.models import (
     BudgetRequest,
+    CapacityPlan,
     Comparison,
     EstimationRun,
     Project,
@@ -29,6 +30,13 @@ from planner.services.budget_rules import budget_requests_decidable
 def projects_for(user: Actor) -> QuerySet[Project]:
     return Project.objects.filter(organisation__in=organisations_for(user)).select_related(
         "organisation", "owner"
+    )
+
+
+def capacity_plans_for(user: Actor) -> QuerySet[CapacityPlan]:
+    """The capacity plans of the user's organisations, newest first."""
+    return CapacityPlan.objects.filter(organisation__in=organisations_for(user)).select_related(
+        "organisation", "project", "created_by"
     )
 
 

@@ -228,6 +228,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a "status" with different choices: name each set.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": "planner.models.RunStatus",
+        "CapacityPlanStatusEnum": "planner.models.PlanStatus",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         # Every operation's 400/401/403/404/409/413/429/503 answers (planner.lib.api).

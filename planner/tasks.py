@@ -9,6 +9,12 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from planner.notifications import notification_give_up, notification_send, notifications_dispatch
+from planner.services.capacity_plans import (
+    capacity_chunk_execute,
+    capacity_plan_merge,
+    capacity_plans_dispatch_pending,
+    plan_dispatch,
+)
 from planner.services.runs import (
     run_execute,
     run_fail_timeout,
@@ -47,6 +53,35 @@ def estimation_run_task(self: Task, run_id: int) -> str:
     return run.status if run is not None else "skipped (finished or superseded)"
 
 
+@shared_task(name="planner.capacity_chunk", bind=True, acks_late=True, reject_on_worker_lost=True)
+def capacity_chunk_task(self: Task, chunk_id: int) -> str:
+    """Search one chunk of a capacity plan (a few cluster sizes of one accelerator).
+
+    Acknowledged only when done: a chunk whose worker died is handed to another worker (or
+    queued again by the dispatcher when its heartbeat goes stale); a done chunk is never
+    searched twice. The worker finishing a plan's last chunk sends its merge task.
+    """
+    return capacity_chunk_execute(
+        chunk_id=chunk_id,
+        task_id=self.request.id,
+        worker=self.request.hostname or "",
+        heartbeat_s=None if self.request.is_eager else settings.RUN_HEARTBEAT_S,
+    )
+
+
+@shared_task(name="planner.capacity_dispatch", acks_late=True, reject_on_worker_lost=True)
+def capacity_dispatch_task(plan_id: int) -> int:
+    """Send the tasks of a new plan's chunks (from a worker, so the request sends one task
+    whatever the plan's size); returns how many were sent."""
+    return plan_dispatch(plan_id=plan_id)
+
+
+@shared_task(name="planner.capacity_merge", acks_late=True, reject_on_worker_lost=True)
+def capacity_merge_task(plan_id: int) -> str:
+    """Price every point of a plan whose chunks are all done and store its result."""
+    return capacity_plan_merge(plan_id=plan_id)
+
+
 @shared_task(
     name="planner.send_notification",
     bind=True,
@@ -72,13 +107,15 @@ def send_notification_task(self: Task, notification_id: int) -> str:
 @shared_task(name="planner.dispatch_pending")
 def dispatch_pending() -> dict[str, list[int]]:
     """The outbox's dispatcher, run by ``celery beat`` every ``DISPATCH_INTERVAL_S``: send
-    what the broker missed, queue again (or fail) runs whose worker was lost."""
+    what the broker missed, queue again (or fail) runs and plan chunks whose worker was
+    lost, send plan merges that never ran."""
     requeued, failed = runs_recover_lost()
     return {
         "runs_sent": runs_dispatch_pending(),
         "runs_requeued": requeued,
         "runs_failed": failed,
         "notifications_sent": notifications_dispatch(),
+        **capacity_plans_dispatch_pending(),
     }
 
 

@@ -42,6 +42,7 @@ from rest_framework.test import APIClient
 
 from planner.models import (
     BudgetRequest,
+    CapacityPlan,
     Comparison,
     EstimationRun,
     Organisation,
@@ -59,6 +60,12 @@ from planner.services import (
     run_execute,
     run_start,
     scenario_create,
+)
+from planner.services.capacity_plans import (
+    CapacityQuestion,
+    capacity_chunk_execute,
+    capacity_plan_create,
+    capacity_plan_merge,
 )
 from pricing.demo import pricing_demo_load
 from pricing.models import Accelerator, OnPremProfile, PriceBook, PriceEntry, VendorQuote
@@ -92,7 +99,8 @@ def _token_model() -> type[Model] | None:
 TOKEN_MODEL = _token_model()
 TOKEN_MODELS: tuple[type[Model], ...] = (TOKEN_MODEL,) if TOKEN_MODEL else ()
 PLANNING_MODELS: tuple[type[Model], ...] = (
-    Organisation, Project, Scenario, EstimationRun, Comparison, BudgetRequest, *TOKEN_MODELS
+    Organisation, Project, Scenario, EstimationRun, Comparison, BudgetRequest, CapacityPlan,
+    *TOKEN_MODELS,
 )  # fmt: skip
 PRICING_MODELS: tuple[type[Model], ...] = (PriceBook, PriceEntry, VendorQuote, OnPremProfile)
 
@@ -121,6 +129,8 @@ KINDS: dict[str, type[Model]] = {
     "runs": EstimationRun,
     "comparisons": Comparison,
     "budgets": BudgetRequest,
+    "capacity": CapacityPlan,
+    "capacity-plans": CapacityPlan,
     "books": PriceBook,
     "price-books": PriceBook,
     "price-entries": PriceEntry,
@@ -359,7 +369,9 @@ def _planning(organisation: Organisation, capture: Any) -> dict[type[Model], Mod
             user=author, run=run, title=f"{PLANNER_MARKER} budget", justification="needed"
         )
         budget_request_submit(user=author, request=request)
+    plan = _capacity_plan(author, project, capture)
     return _token_of(author) | {
+        CapacityPlan: plan,
         Organisation: organisation,
         Project: project,
         Scenario: scenarios[0],
@@ -368,6 +380,30 @@ def _planning(organisation: Organisation, capture: Any) -> dict[type[Model], Mod
         BudgetRequest: request,
         Accelerator: Accelerator.objects.get(catalog_id="H100-SXM"),
     }
+
+
+def _capacity_plan(author: User, project: Project, capture: Any) -> CapacityPlan:
+    """A finished plan of the project (its chunks searched here), named with the marker."""
+    question = CapacityQuestion(
+        deadline=timezone.localdate() + timedelta(days=3650),
+        currency="USD",
+        max_gpus=16,
+        model_preset="llama3-8b",
+        tokens=1e11,
+        book=PriceBook.objects.filter(organisation=None, status="published").first(),
+        include_onprem=False,
+    )
+    with capture(execute=False):
+        plan = capacity_plan_create(user=author, question=question, project=project)
+    for chunk in plan.chunks.all():
+        capacity_chunk_execute(chunk_id=chunk.pk, task_id=chunk.task_id)
+    capacity_plan_merge(plan_id=plan.pk)
+    CapacityPlan.objects.filter(pk=plan.pk).update(name=f"{PLANNER_MARKER} capacity plan")
+    plan.refresh_from_db()
+    assert plan.status == "succeeded"
+    assert plan.result
+    assert plan.result["feasible"]
+    return plan
 
 
 @pytest.fixture

@@ -81,26 +81,73 @@ def _node_size(option: ClusterOption) -> int:
     return catalog[option.accelerator].devices_per_node
 
 
-def _point(
-    scenario: Mapping[str, Any], option: ClusterOption, num_gpus: int
-) -> dict[str, Any] | None:
-    cluster: dict[str, Any] = {"accelerator": option.accelerator, "num_gpus": num_gpus}
-    if option.gpus_per_node is not None:
-        cluster["gpus_per_node"] = option.gpus_per_node
+def _searched_point(scenario: Mapping[str, Any], cluster: dict[str, Any]) -> dict[str, Any] | None:
     data = {**scenario, "format_version": 1, "cluster": cluster, "parallelism": "auto"}
     found = search(data, top_k=1)
     if not found["results"]:
         return None
     best = found["results"][0]
     return {
-        "accelerator": option.accelerator,
-        "num_gpus": num_gpus,
-        "price_per_gpu_hour": option.price_per_gpu_hour,
+        "accelerator": cluster["accelerator"],
+        "num_gpus": cluster["num_gpus"],
         "training_days": best["training_days"],
         "gpu_hours": best["gpu_hours"],
-        "cost": best["gpu_hours"] * option.price_per_gpu_hour,
         "mfu": best["mfu"],
         "parallelism": best["parallelism"],
+    }
+
+
+def capacity_points(
+    scenario: Mapping[str, Any],
+    accelerator: str,
+    sizes: Iterable[int],
+    *,
+    gpus_per_node: int | None = None,
+) -> dict[str, Any]:
+    """The fastest fitting layout of ``scenario`` at each cluster size: one chunk of a plan.
+
+    Unpriced: a point's cost is its GPU-hours times whatever price the caller applies, so
+    every option of one accelerator shares these searches. The chunks of a plan can run
+    anywhere (a worker each) and :func:`plan_capacity` is exactly their union, priced.
+
+    Parameters
+    ----------
+    scenario : mapping
+        ``model``, ``training`` and optional ``margins``/``run`` in the contract's format;
+        ``cluster`` and ``parallelism`` are replaced.
+    accelerator : str
+        Catalog id.
+    sizes : iterable of int
+        Cluster sizes to search. [devices]
+    gpus_per_node : int, optional
+        Devices per node; None takes the catalog's.
+
+    Returns
+    -------
+    dict
+        ``points``: per size that fits, ``accelerator``, ``num_gpus``, ``training_days``,
+        ``gpu_hours``, ``mfu`` and ``parallelism`` (the search's best layout), in the order
+        of ``sizes``; ``misses``: the sizes with no layout that fits.
+    """
+    points, misses = [], []
+    for size in sizes:
+        cluster: dict[str, Any] = {"accelerator": accelerator, "num_gpus": int(size)}
+        if gpus_per_node is not None:
+            cluster["gpus_per_node"] = gpus_per_node
+        point = _searched_point(scenario, cluster)
+        if point is None:
+            misses.append(int(size))
+        else:
+            points.append(point)
+    return {"points": points, "misses": misses}
+
+
+def priced_point(point: Mapping[str, Any], price_per_gpu_hour: float) -> dict[str, Any]:
+    """A point of :func:`capacity_points` with its price and ``cost = gpu_hours x price``."""
+    return {
+        **point,
+        "price_per_gpu_hour": price_per_gpu_hour,
+        "cost": point["gpu_hours"] * price_per_gpu_hour,
     }
 
 
@@ -182,12 +229,12 @@ def plan_capacity(
     began = time.perf_counter()
     points, misses = [], 0
     for option in options:
-        for size in cluster_sizes(option.max_gpus, _node_size(option)):
-            point = _point(scenario, option, size)
-            if point is None:
-                misses += 1
-            else:
-                points.append(point)
+        sizes = cluster_sizes(option.max_gpus, _node_size(option))
+        found = capacity_points(
+            scenario, option.accelerator, sizes, gpus_per_node=option.gpus_per_node
+        )
+        points += [priced_point(p, option.price_per_gpu_hour) for p in found["points"]]
+        misses += len(found["misses"])
     feasible = sorted(
         (p for p in points if meets_limits(p, deadline_days=deadline_days, budget=budget)),
         key=lambda p: (p["cost"], p["training_days"]),

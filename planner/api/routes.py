@@ -13,6 +13,7 @@ ROUTES = (
     ("runs", views.RunViewSet, "run"),
     ("comparisons", views.ComparisonViewSet, "comparison"),
     ("budgets", views.BudgetRequestViewSet, "budget"),
+    ("capacity-plans", views.CapacityPlanViewSet, "capacity-plan"),
 )
 
 

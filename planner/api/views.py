@@ -16,6 +16,7 @@ from rest_framework.response import Response
 
 from planner import selectors, services
 from planner.api import budget_serializers as budget_io
+from planner.api import capacity_serializers as capacity_io
 from planner.api import filters
 from planner.api import serializers as io
 from planner.api.base import PlannerModelViewSet
@@ -26,6 +27,7 @@ from planner.models import (
     AuditEvent,
     BudgetDecision,
     BudgetRequest,
+    CapacityPlan,
     Comparison,
     EstimationRun,
     Membership,
@@ -34,6 +36,7 @@ from planner.models import (
     Scenario,
 )
 from planner.selectors import budget_requests_for
+from planner.services import capacity_plans
 
 READ_AND_CREATE = ["get", "post", "head", "options"]
 READ_CREATE_AND_PATCH = [*READ_AND_CREATE, "patch"]
@@ -316,3 +319,65 @@ class BudgetRequestViewSet(PlannerModelViewSet):
     @action(detail=True, methods=["post"])
     def close(self, request: Request, pk: str | None = None) -> Response:
         return self._transition(services.budget_request_close)
+
+
+@extend_schema_view(
+    list=extend_schema(responses=capacity_io.CapacityPlanListOutput(many=True)),
+    retrieve=extend_schema(responses=capacity_io.CapacityPlanOutput),
+)
+class CapacityPlanViewSet(viewsets.ReadOnlyModelViewSet):
+    """Capacity plans: "train N tokens by date D within budget B: on what?". A POST saves the
+    plan and queues its search on the workers (202); poll ``GET /api/v1/capacity-plans/{id}/``
+    for ``status`` and ``progress``, then read ``options`` and ``frontier``."""
+
+    queryset = CapacityPlan.objects.none()
+    permission_classes = [SignedIn]
+    parser_classes = PLANNER_PARSERS
+
+    def get_queryset(self) -> QuerySet[CapacityPlan]:
+        return selectors.capacity_plans_for(self.request.user)
+
+    def get_serializer_class(self) -> Any:
+        if self.action == "list":
+            return capacity_io.CapacityPlanListOutput
+        return capacity_io.CapacityPlanOutput
+
+    @extend_schema(
+        request=capacity_io.CapacityPlanInput,
+        responses={202: capacity_io.CapacityPlanOutput, 400: BAD_INPUT, 403: NOT_ALLOWED},
+    )
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Save a plan and queue its search (202 with its ``id`` and ``status``)."""
+        data = capacity_io.CapacityPlanInput(
+            data=request.data, context=self.get_serializer_context()
+        )
+        data.is_valid(raise_exception=True)
+        question, project = data.question()
+        plan = capacity_plans.capacity_plan_create(
+            user=request.user, question=question, project=project
+        )
+        return plan_accepted(request, plan)
+
+    @extend_schema(
+        request=None,
+        responses={
+            200: capacity_io.CapacityPlanOutput,
+            403: NOT_ALLOWED,
+            409: OpenApiResponse(description="The plan has finished (succeeded or failed)"),
+        },
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, pk: str | None = None) -> Response:
+        """Cancel a queued or running plan: its chunks not yet searched are dropped."""
+        plan = capacity_plans.capacity_plan_cancel(user=request.user, plan=self.get_object())
+        return Response(capacity_io.CapacityPlanOutput(plan).data)
+
+
+def plan_accepted(request: Request, plan: CapacityPlan) -> Response:
+    """202 with the plan, and its address to poll in ``Location``."""
+    location = request.build_absolute_uri(reverse("capacity-plan-detail", args=[plan.pk]))
+    return Response(
+        capacity_io.CapacityPlanOutput(plan).data,
+        status=status.HTTP_202_ACCEPTED,
+        headers={"Location": location},
+    )

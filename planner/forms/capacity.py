@@ -11,12 +11,13 @@ from django.utils import timezone
 from estimator.core.presets import load_presets
 from planner.capacity import deadline_days
 from planner.forms.common import DateField, choice_field, preset_label, tokens_parse
-from planner.models import Scenario
+from planner.models import Project, Scenario
+from planner.services.capacity_plans import MAX_PLAN_GPUS, CapacityQuestion
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
 from pricing.models import PriceBook
 
-MAX_CAPACITY_GPUS = 16_384
+MAX_CAPACITY_GPUS = MAX_PLAN_GPUS
 
 
 class ScenarioChoiceField(forms.ModelChoiceField):
@@ -45,6 +46,14 @@ class CapacityForm(forms.Form):
         label="At most GPUs per option",
         help_text=f"Up to {MAX_CAPACITY_GPUS:,}; quotes are capped at their accelerator count",
     )
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.none(),
+        required=False,
+        label="For project",
+        empty_label="None",
+        help_text="Optional: the plan is listed with the project, and its options become "
+        "scenarios there",
+    )
     book = forms.ModelChoiceField(
         queryset=PriceBook.objects.none(), required=False, label="Price book", empty_label="None"
     )
@@ -52,8 +61,11 @@ class CapacityForm(forms.Form):
     include_quotes = forms.BooleanField(required=False, initial=True, label="Valid vendor quotes")
     include_onprem = forms.BooleanField(required=False, initial=True, label="On-prem profiles")
 
-    def __init__(self, *args: Any, scenarios: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, scenarios: Any, projects: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        project_field = self.fields["project"]
+        assert isinstance(project_field, forms.ModelChoiceField)
+        project_field.queryset = projects if projects is not None else Project.objects.none()
         choice_field(self, "model_preset").choices = [("", "—")] + [
             (p.id, preset_label(p)) for p in load_presets().values()
         ]
@@ -87,3 +99,7 @@ class CapacityForm(forms.Form):
         if not (data.get("book") or data.get("include_quotes") or data.get("include_onprem")):
             self.add_error("book", "Pick at least one price source.")
         return data
+
+    def question(self) -> CapacityQuestion:
+        """The cleaned form as the plan's question."""
+        return CapacityQuestion.from_data(self.cleaned_data)

@@ -14,18 +14,14 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from decimal import Decimal
 from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Q
-from django.db.models.functions import Coalesce
+from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate
@@ -33,6 +29,7 @@ from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from planner.budget_figures import budget_figures
 from planner.errors import PlannerError, RunNotRetryable
 from planner.lib.actors import Actor, actor_user
+from planner.lib.heartbeat import gone_quiet, heartbeat
 from planner.models import (
     WORKER_LOST,
     EstimationRun,
@@ -163,31 +160,10 @@ def _progress_report(run_id: int) -> Callable[[float, str], None]:
     return report
 
 
-@contextmanager
-def _heartbeat(run_id: int, every_s: float | None) -> Iterator[None]:
-    """Beat on the run row every ``every_s`` seconds while the block runs, so the run does
-    not look lost during a long step that reports no progress (the layout search)."""
-    if not every_s:
-        yield
-        return
-    stop = threading.Event()
-
-    def beat() -> None:
-        try:
-            while not stop.wait(every_s):
-                EstimationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
-        finally:
-            connection.close()  # this thread's own connection
-
-    thread = threading.Thread(target=beat, name=f"run-{run_id}-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join(timeout=every_s)
+def _beat(run_id: int) -> None:
+    EstimationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
+        heartbeat_at=timezone.now()
+    )
 
 
 def _claim(run_id: int, task_id: str | None) -> EstimationRun | None:
@@ -300,7 +276,7 @@ def run_execute(
     if run is None:
         return None
     try:
-        with _heartbeat(run_id, heartbeat_s):
+        with heartbeat(partial(_beat, run_id), heartbeat_s, name=f"run-{run_id}-heartbeat"):
             figures = run_compute(run, _progress_report(run_id))
     except (ScenarioError, PlannerError, PricingError) as error:
         message = f"{error.key}: {error.reason}" if isinstance(error, ScenarioError) else str(error)
@@ -350,12 +326,8 @@ def runs_recover_lost() -> tuple[list[int], list[int]]:
     cutoff = heartbeat_stale_before(timezone.now())
     requeued, failed = [], []
     with transaction.atomic():
-        lost = (
-            EstimationRun.objects.select_for_update(skip_locked=True)
-            .filter(status=RunStatus.RUNNING)
-            .annotate(last_sign=Coalesce("heartbeat_at", "started_at"))
-            .filter(Q(last_sign__lt=cutoff) | Q(last_sign=None))
-        )
+        running = EstimationRun.objects.filter(status=RunStatus.RUNNING)
+        lost = gone_quiet(running, stale_before=cutoff)
         for run in lost:
             if run.attempts >= settings.RUN_MAX_ATTEMPTS:
                 _fail_lost(run)

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ScenarioError, estimate, validate_scenario
+from planner.budget_figures import HOURS_PER_MONTH, commitment_minimum
 from planner.errors import PlannerError
 from planner.lib.actors import Actor, actor_user
 from planner.lib.text import nul_problem
@@ -24,7 +25,6 @@ from planner.prices import (
 from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.audit import audit_record
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
-from pricing.services.quotes import HOURS_PER_MONTH
 
 EXPORT_FORMAT = "trainplan-scenario"
 EXPORT_VERSION = 1
@@ -146,11 +146,11 @@ def _commitment(
     price: Decimal, accelerators: int, term_months: int | None, what: str
 ) -> dict[str, Any]:
     """The least a committed price costs: every accelerator of it for its whole term."""
-    if not term_months:
+    spend = commitment_minimum(price, accelerators, term_months)
+    if spend is None:
         return {"minimum_spend": None, "commitment": ""}
-    spend = price * accelerators * term_months * HOURS_PER_MONTH
     return {
-        "minimum_spend": str(spend.quantize(Decimal("0.01"))),
+        "minimum_spend": str(spend),
         "commitment": f"{what} for {term_months} months ({HOURS_PER_MONTH} h a month)",
     }
 

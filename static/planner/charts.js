@@ -5,7 +5,11 @@
   "use strict";
   if (typeof window.Chart === "undefined") return;
   const Chart = window.Chart;
-  const PALETTE = ["#1f5fbf", "#e08a1e", "#2a9d8f", "#b9529f", "#7a8b99", "#c0392b", "#6c5ce7", "#8fb339"];
+  // 14 distinct colours: a capacity plan may chart a dozen accelerators at once.
+  const PALETTE = [
+    "#1f5fbf", "#e08a1e", "#2a9d8f", "#b9529f", "#7a8b99", "#c0392b", "#6c5ce7", "#8fb339",
+    "#17becf", "#8c564b", "#f1c40f", "#34495e", "#e377c2", "#16a085",
+  ];
   const STACK = ["#1f5fbf", "#7aa7e8", "#e08a1e", "#b9529f", "#2a9d8f", "#8d99ae"];
 
   Chart.defaults.font.family = getComputedStyle(document.body).fontFamily;

@@ -1,4 +1,5 @@
-"""Capacity planning: the priced options built from the demo price data, and the page."""
+"""Capacity planning: the priced options built from the demo price data, and how a plan
+prices them (in one process: :func:`planner.capacity.capacity_plan`)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,20 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import User
-from django.test import Client
-from django.urls import reverse
 from django.utils import timezone
 
-from estimator.core import estimate, load_catalog, search
-from estimator.core.capacity import meets_limits
+from estimator.core import estimate, load_catalog
+from planner.budget_figures import commitment_minimum
 from planner.capacity import (
-    TIME_BUDGET_S,
+    PricedOption,
     capacity_options,
     capacity_plan,
     capacity_scenario,
+    chunk_compute,
     deadline_days,
+    plan_chunks,
+    plan_merge,
 )
-from planner.models import Scenario
 from planner.organisations.demo import demo_organisation
 from planner.prices import price_describe, price_get, price_key_parse
 from pricing.demo import EXAMPLE_BOOK_NAME
@@ -54,27 +54,42 @@ def _options(book: PriceBook | None, **changes: Any) -> Any:
     return capacity_options(**arguments)
 
 
-def _cheapest_listed(book: PriceBook, *, spot: bool) -> dict[str, Decimal]:
+Deal = tuple[str, str, int]
+
+
+def _cheapest_listed(book: PriceBook, *, spot: bool) -> dict[Deal, Decimal]:
     entries = PriceEntry.objects.filter(book=book, data_flag="")
     if not spot:
         entries = entries.exclude(pricing_type=PricingType.SPOT)
     catalog = load_catalog()
-    cheapest: dict[str, Decimal] = {}
+    cheapest: dict[Deal, Decimal] = {}
     for entry in entries.select_related("accelerator"):
         catalog_id = entry.accelerator.catalog_id
         if catalog_id in catalog:
+            deal = (catalog_id, entry.pricing_type, entry.minimum_term_months or 0)
             price = entry.price_per_accelerator_hour
-            cheapest[catalog_id] = min(price, cheapest.get(catalog_id, price))
+            cheapest[deal] = min(price, cheapest.get(deal, price))
     return cheapest
 
 
-def test_a_book_gives_its_cheapest_unflagged_on_demand_price_per_accelerator(
+def _deals(options: list[PricedOption]) -> dict[Deal, Decimal]:
+    return {
+        (o.accelerator, o.pricing_type, o.term_months or 0): o.price_per_gpu_hour for o in options
+    }
+
+
+def test_a_book_gives_its_cheapest_unflagged_price_per_accelerator_and_deal(
     book: PriceBook,
 ) -> None:
     built = _options(book)
-    prices = {option.accelerator: option.price_per_gpu_hour for option in built.options}
-    assert len(prices) == len(built.options)  # one option per accelerator
-    assert prices == _cheapest_listed(book, spot=False)
+    deals = _deals(built.options)
+    assert len(deals) == len(built.options)  # one option per accelerator and deal
+    assert deals == _cheapest_listed(book, spot=False)
+    prices = {
+        o.accelerator: o.price_per_gpu_hour
+        for o in built.options
+        if o.pricing_type == PricingType.ON_DEMAND
+    }
     assert {option.max_gpus for option in built.options} == {512}
     assert all(option.source == "Price book" for option in built.options)
     # The cheapest unflagged on-demand H100 in the demo book is Nebius at 2.95 USD.
@@ -82,11 +97,11 @@ def test_a_book_gives_its_cheapest_unflagged_on_demand_price_per_accelerator(
 
 
 def test_spot_prices_count_only_when_asked(book: PriceBook) -> None:
-    prices = {
-        o.accelerator: o.price_per_gpu_hour for o in _options(book, include_spot=True).options
-    }
-    assert prices == _cheapest_listed(book, spot=True)
-    assert prices["H100-SXM"] < Decimal("2.95")
+    options = _options(book, include_spot=True).options
+    assert _deals(options) == _cheapest_listed(book, spot=True)
+    spot = [o for o in options if o.accelerator == "H100-SXM" and o.capacity == "spot"]
+    assert spot
+    assert spot[0].price_per_gpu_hour < Decimal("2.95")
 
 
 def test_a_quote_is_capped_at_the_accelerators_it_covers(prices: None) -> None:
@@ -161,17 +176,26 @@ def test_accelerators_the_estimator_lacks_are_skipped_with_a_reason(prices: None
     assert built.skipped == [f"on-prem '{profile.name}': no catalog accelerator"]
 
 
-def test_the_plan_meets_the_deadline_and_reproduces_with_the_estimator(book: PriceBook) -> None:
-    built = _options(book)
+def _plan(
+    book: PriceBook | None, *, days: float = 12, budget: Decimal | None = None, **kw: Any
+) -> tuple[list[PricedOption], dict[str, Any], dict[str, Any]]:
+    built = _options(book, **kw)
     scenario = capacity_scenario(preset_id="llama3-8b", tokens=TOKENS)
-    plan = capacity_plan(scenario, built.options, deadline_days=12, budget=None)
-    assert plan.feasible
-    assert plan.seconds < TIME_BUDGET_S
-    assert all(point["training_days"] <= 12 for point in plan.feasible)
-    costs = [point["cost"] for point in plan.feasible]
+    return (
+        built.options,
+        scenario,
+        capacity_plan(scenario, built.options, deadline_days=days, budget=budget),
+    )
+
+
+def test_the_plan_meets_the_deadline_and_reproduces_with_the_estimator(book: PriceBook) -> None:
+    options, scenario, plan = _plan(book)
+    assert plan["feasible"]
+    assert all(point["training_days"] <= 12 for point in plan["feasible"])
+    costs = [Decimal(point["cost"]) for point in plan["feasible"]]
     assert costs == sorted(costs)
     # The cheapest point is what the estimator itself says about that cluster and layout.
-    best = plan.feasible[0]
+    best = plan["feasible"][0]
     spec = {
         **scenario,
         "cluster": {"accelerator": best["accelerator"], "num_gpus": best["num_gpus"]},
@@ -179,138 +203,97 @@ def test_the_plan_meets_the_deadline_and_reproduces_with_the_estimator(book: Pri
     }
     again = estimate(spec)
     assert again["training_days"] == pytest.approx(best["training_days"], rel=1e-9)
-    price = float(best["option"].price_per_gpu_hour)
-    assert best["cost"] == pytest.approx(again["gpu_hours"] * price, rel=1e-9)
+    price = options[best["option"]].price_per_gpu_hour
+    hand = (Decimal(repr(again["gpu_hours"])) * price).quantize(Decimal("0.01"))
+    assert Decimal(best["cost"]) == hand
     # The frontier: faster points cost more.
-    frontier = plan.frontier
+    frontier = plan["frontier"]
     assert [p["training_days"] for p in frontier] == sorted(p["training_days"] for p in frontier)
-    assert [p["cost"] for p in frontier] == sorted((p["cost"] for p in frontier), reverse=True)
+    frontier_costs = [Decimal(p["cost"]) for p in frontier]
+    assert frontier_costs == sorted(frontier_costs, reverse=True)
 
 
-def _page(client: Client, **values: Any) -> Any:
-    query = {
-        "model_preset": "llama3-8b",
-        "tokens": "2T",
-        "deadline": (timezone.localdate() + timedelta(days=12)).isoformat(),
-        "budget": "",
-        "currency": "USD",
-        "max_gpus": "512",
-        "book": str(PriceBook.objects.get(name=EXAMPLE_BOOK_NAME).pk),
-        **values,
-    }
-    return client.get(reverse("planner:capacity"), {k: v for k, v in query.items() if v != ""})
+def test_chunks_of_any_size_in_any_order_merge_to_the_same_plan(book: PriceBook) -> None:
+    options, scenario, whole = _plan(book, max_gpus=256, budget=Decimal("400000"))
+    for per_chunk in (1, 4, 1000):
+        chunks = plan_chunks(options, sizes_per_chunk=per_chunk)
+        assert all(len(chunk["sizes"]) <= per_chunk for chunk in chunks)
+        results = [chunk_compute(scenario, chunk) for chunk in reversed(chunks)]
+        merged = plan_merge(options, results, deadline_days=12, budget=Decimal("400000"))
+        assert merged == whole
 
 
-@pytest.fixture
-def client_of(requester: User) -> Client:
-    client = Client()
-    client.force_login(requester)
-    return client
+def test_a_chunk_holds_small_and_large_clusters_alike(book: PriceBook) -> None:
+    options = _options(book, max_gpus=4096).options
+    for chunk in plan_chunks(options, sizes_per_chunk=6):
+        sizes = chunk["sizes"]
+        assert sizes == sorted(sizes)
+        assert len(sizes) <= 6
+    h100 = [c for c in plan_chunks(options) if c["accelerator"] == "H100-SXM"]
+    smallest = {min(c["sizes"]) for c in h100}
+    assert len(h100) > 1
+    assert max(smallest) < 64
 
 
-def test_the_page_lists_only_the_accelerators_that_meet_the_deadline(
-    client_of: Client, prices: None
+def test_a_committed_quote_costs_at_least_its_minimum_spend_at_every_size(
+    prices: None,
 ) -> None:
-    response = _page(client_of)
-    assert response.status_code == 200
-    body = response.content.decode()
-    assert 'data-testid="verdict"' in body
-    shown = {row["accelerator"] for row in response.context["feasible_rows"]}
-    assert "H100-SXM" in shown
-    assert "A100-80GB-SXM" not in shown
-    # Independently: even the largest A100 cluster allowed (512) needs more than 12 days.
-    scenario = capacity_scenario(preset_id="llama3-8b", tokens=TOKENS)
-    largest = {**scenario, "cluster": {"accelerator": "A100-80GB-SXM", "num_gpus": 512}}
-    assert search(largest, top_k=1)["results"][0]["training_days"] > 12
-    for testid in ("capacity-chart", "feasible-table", "frontier-table", "plan-seconds"):
-        assert f'data-testid="{testid}"' in body
-    assert 'id="capacity-data"' in body
-
-
-def test_an_impossible_deadline_says_no_option_meets_it(client_of: Client, prices: None) -> None:
-    tomorrow = (timezone.localdate() + timedelta(days=1)).isoformat()
-    response = _page(client_of, model_preset="llama3-70b", tokens="15T", deadline=tomorrow)
-    body = response.content.decode()
-    assert response.context["plan"].feasible == []
-    assert 'data-testid="no-option"' in body
-    assert "No option meets the deadline (1 days)" in body
-    assert 'data-testid="frontier-table"' in body  # still shows what is possible
-
-
-def test_a_budget_too_small_leaves_no_option(client_of: Client, prices: None) -> None:
-    response = _page(client_of, budget="1000")
-    assert response.context["plan"].feasible == []
-    assert "and the budget (1,000 USD)" in response.content.decode()
-
-
-def test_the_page_marks_each_point_by_the_estimators_rule(client_of: Client, prices: None) -> None:
-    deadline = timezone.localdate() + timedelta(days=20)
-    response = _page(client_of, budget="2000000", deadline=deadline.isoformat())
-    days = response.context["deadline_days"]
-    assert days == deadline_days(deadline, today=timezone.localdate()) == 20
-    rows = response.context["frontier_rows"]
-    assert {row["meets"] for row in rows} == {True, False}
-    for row in rows:
-        assert row["meets"] == meets_limits(row, deadline_days=days, budget=2e6)
-        assert row["late"] == (row["training_days"] > days)
-    assert all(row["meets"] for row in response.context["feasible_rows"])
-    chart = response.context["chart_data"]
-    assert (chart["deadline_days"], chart["budget"]) == (20, 2e6)
-    for point in chart["points"]:
-        assert point["meets"] == meets_limits(
-            {"training_days": point["x"], "cost": point["y"]}, deadline_days=20, budget=2e6
+    """The demo's 12-month quote for 256 H100s: however few GPUs a plan uses of it, the
+    commitment is paid whole (2.10 USD x 256 x 12 x 730 h = 4,709,376 USD), as a run of it
+    is charged (``docs/planning.md``)."""
+    quote = example_quote()
+    options, _, plan = _plan(None, include_quotes=True, days=10_000)
+    [option] = options
+    minimum = commitment_minimum(
+        quote.price_per_accelerator_hour, quote.accelerator_count, quote.term_months
+    )
+    assert minimum == Decimal("4709376.00")
+    assert plan["feasible"]
+    for point in plan["feasible"]:
+        by_hours = (Decimal(repr(point["gpu_hours"])) * option.original_price).quantize(
+            Decimal("0.01")
         )
+        assert Decimal(point["cost"]) == max(by_hours, minimum)
+        assert point["commitment_binds"] == (by_hours < minimum)
+    assert min(Decimal(p["cost"]) for p in plan["feasible"]) == minimum
 
 
-def test_the_plan_can_take_the_model_of_an_existing_scenario(
-    client_of: Client, scenario: Scenario
-) -> None:
-    response = _page(client_of, model_preset="", scenario=str(scenario.pk), tokens="")
-    used = response.context["scenario_used"]
-    assert used["model"] == scenario.spec["model"]
-    assert used["training"]["tokens"] == scenario.spec["training"]["tokens"]
+def test_an_entry_sold_from_a_minimum_count_offers_no_smaller_cluster() -> None:
+    reserved = PricedOption(
+        key="price_entry:1", source="Price book", label="x", accelerator="H100-SXM",
+        price_per_gpu_hour=Decimal("2.00"), original_price=Decimal("2.00"),
+        original_currency="USD", max_gpus=1024, min_gpus=64,
+        pricing_type=PricingType.RESERVED_1Y, term_months=12,
+    )  # fmt: skip
+    assert min(reserved.sizes(8)) == 64
+    assert max(reserved.sizes(8)) == 1024
+    # A book entry's commitment covers the cluster bought: it grows with the size.
+    assert reserved.minimum_spend(128) == Decimal("2.00") * 128 * 12 * 730
+    original, converted = reserved.cost(gpu_hours=1000.0, num_gpus=128)
+    assert original == converted == Decimal("2242560.00")
+    assert reserved.from_json(reserved.as_json()) == reserved
 
 
-def test_another_organisations_scenario_cannot_be_used(outsider: User, scenario: Scenario) -> None:
-    client = Client()
-    client.force_login(outsider)
-    response = _page(client, model_preset="", scenario=str(scenario.pk))
-    assert "scenario" in response.context["form"].errors
-    assert "plan" not in response.context
+def test_options_in_another_currency_cost_the_converted_run_cost(prices: None) -> None:
+    option = PricedOption(
+        key="vendor_quote:9", source="Vendor quote", label="x", accelerator="H100-SXM",
+        price_per_gpu_hour=Decimal("2.20"), original_price=Decimal("2.00"),
+        original_currency="EUR", max_gpus=64, rate=Decimal("1.1"),
+    )  # fmt: skip
+    original, converted = option.cost(gpu_hours=1234.567, num_gpus=64)
+    assert original == Decimal("2469.13")  # 2,469.134 EUR, rounded as the run rounds it
+    assert converted == Decimal("2716.04")  # then converted and rounded to the cent
 
 
-@pytest.mark.parametrize(
-    ("values", "field"),
-    [
-        ({"deadline": "2000-01-01"}, "deadline"),
-        ({"model_preset": ""}, "model_preset"),
-        ({"book": "", "include_quotes": "", "include_onprem": ""}, "book"),
-        ({"currency": "XYZ"}, "currency"),
-        ({"max_gpus": "100000"}, "max_gpus"),
-        ({"tokens": "many"}, "tokens"),
-    ],
-)
-def test_bad_capacity_input_shows_the_field_error(
-    client_of: Client, prices: None, values: dict[str, str], field: str
-) -> None:
-    response = _page(client_of, **values)
-    assert response.status_code == 200
-    assert field in response.context["form"].errors
-    assert "plan" not in response.context
+def test_spot_options_search_runs_that_are_preempted(book: PriceBook) -> None:
+    scenario = capacity_scenario(preset_id="llama3-8b", tokens=TOKENS)
+    steady = chunk_compute(scenario, {"accelerator": "H100-SXM", "capacity": "", "sizes": [64]})
+    spot = chunk_compute(scenario, {"accelerator": "H100-SXM", "capacity": "spot", "sizes": [64]})
+    assert spot["points"][0]["gpu_hours"] > steady["points"][0]["gpu_hours"]
 
 
-def test_the_empty_form_starts_from_sensible_defaults(client_of: Client, prices: None) -> None:
-    response = client_of.get(reverse("planner:capacity"))
-    form = response.context["form"]
-    assert form["model_preset"].value() == "llama3-8b"
-    assert form["book"].value() == PriceBook.objects.get(name=EXAMPLE_BOOK_NAME).pk
-    assert "plan" not in response.context
-
-
-def test_the_default_deadline_fills_the_date_picker(client_of: Client, prices: None) -> None:
-    """In ISO, as ``<input type="date">`` needs: en-gb's 22/04/2027 left the field blank."""
-    body = client_of.get(reverse("planner:capacity")).content.decode()
-    default = (timezone.localdate() + timedelta(days=60)).isoformat()
-    assert f'type="date" name="deadline" value="{default}"' in body
-    response = _page(client_of, deadline="22/04/2027")  # not ISO: refused, never guessed
-    assert "deadline" in response.context["form"].errors
+def test_an_accelerator_the_estimator_refuses_is_a_note_not_a_failure() -> None:
+    scenario = capacity_scenario(preset_id="llama3-8b", tokens=TOKENS)
+    found = chunk_compute(scenario, {"accelerator": "NOPE-1", "capacity": "", "sizes": [8]})
+    assert found["points"] == []
+    assert "NOPE-1" in found["error"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from estimator.core import search
 from estimator.core.capacity import (
     ClusterOption,
+    capacity_points,
     cluster_sizes,
     meets_limits,
     pareto_frontier,
@@ -99,3 +101,19 @@ def test_pareto_frontier_drops_dominated_points() -> None:
         {"training_days": 3.0, "cost": 5.0},
     ]
     assert pareto_frontier(points) == points[:2]
+
+
+def test_capacity_points_are_the_searchs_best_layout_at_each_size_in_any_split() -> None:
+    sizes = cluster_sizes(64, 8)
+    whole = capacity_points(MODEL_AND_TRAINING, "H100-SXM", sizes)
+    halves = [
+        capacity_points(MODEL_AND_TRAINING, "H100-SXM", part) for part in (sizes[::2], sizes[1::2])
+    ]
+    joined = sorted((p for half in halves for p in half["points"]), key=lambda p: p["num_gpus"])
+    assert joined == whole["points"]
+    assert sorted(m for half in halves for m in half["misses"]) == whole["misses"]
+    for point in whole["points"]:
+        cluster = {"accelerator": "H100-SXM", "num_gpus": point["num_gpus"]}
+        best = search({**MODEL_AND_TRAINING, "cluster": cluster, "parallelism": "auto"}, top_k=1)
+        assert point["gpu_hours"] == best["results"][0]["gpu_hours"]
+        assert point["parallelism"] == best["results"][0]["parallelism"]

@@ -198,5 +198,8 @@ def test_absurd_ids_are_not_found_rather_than_errors(requester: User, scenario: 
     url = reverse("planner:project-compare", args=[scenario.project.pk])
     body = client.get(f"{url}?scenario={huge}&scenario={scenario.pk}").content.decode()
     assert 'data-testid="pick-more"' in body
-    capacity = client.get(reverse("planner:capacity"), {"scenario": huge, "deadline": "2099-01-01"})
+    capacity = client.post(
+        reverse("planner:capacity"), {"scenario": huge, "deadline": "2099-01-01"}
+    )
     assert "scenario" in capacity.context["form"].errors
+    assert client.get(f"/capacity/{huge}/").status_code == 404
