@@ -1,5 +1,5 @@
 """Command line: ``python -m estimator estimate [--uncertainty] FILE|-``, ``search FILE|-
-[--top K] [--objective time|cost]`` and ``catalog``.
+[--top K] [--objective time|cost]``, ``levers FILE|-`` and ``catalog``.
 
 Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
 stdout then.
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.core import ScenarioError, estimate, load_catalog, search
+from estimator.core.levers import levers
 from estimator.core.montecarlo import estimate_with_uncertainty
 
 EXIT_BAD_INPUT = 2
@@ -62,6 +63,12 @@ def _search(path: str, top_k: int, objective: str) -> int:
     return 0
 
 
+def _levers(path: str) -> int:
+    result = levers(_read(path))
+    sys.stdout.write(json.dumps(result, allow_nan=False) + "\n")
+    return 0
+
+
 def _catalog() -> int:
     for spec in load_catalog().values():
         peaks = " ".join(f"{p}={v:g}" for p, v in spec.peak_tflops.items())
@@ -85,6 +92,10 @@ def main(argv: list[str] | None = None) -> int:
     find.add_argument("--top", type=int, default=5, help="layouts to return (default 5)")
     find.add_argument("--objective", choices=("time", "cost"), default="time")
     commands.add_parser("catalog", help="list the accelerator catalog, one line each")
+    lever = commands.add_parser(
+        "levers", help="single changes that save time or money (JSON file or '-')"
+    )
+    lever.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
     args = parser.parse_args(argv)
     try:
         return _command(args)
@@ -99,6 +110,8 @@ def _command(args: argparse.Namespace) -> int:
         return _search(args.scenario, args.top, args.objective)
     if args.command == "estimate":
         return _estimate(args.scenario, args.uncertainty, args.seed, args.samples)
+    if args.command == "levers":
+        return _levers(args.scenario)
     return _catalog()
 
 

@@ -192,6 +192,12 @@ class EstimationRun(models.Model):
     result = models.JSONField(null=True, blank=True, help_text="The estimator's output")
     montecarlo = models.JSONField(null=True, blank=True)
     budget = models.JSONField(null=True, blank=True, help_text="Budget figures (Decimal text)")
+    levers = models.JSONField(
+        null=True, blank=True, help_text="Single changes that save time or money, priced"
+    )
+    sensitivity = models.JSONField(
+        null=True, blank=True, help_text="Cost and days at each uncertain input's range ends"
+    )
     task_id = models.CharField(
         max_length=64, blank=True, help_text="The current dispatch: only its task may run it"
     )

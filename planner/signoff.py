@@ -37,7 +37,7 @@ from planner.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
 from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState, PriceSource
 from planner.services.budget_warnings import BLOCK, request_warnings
 from planner.services.budgets import snapshot_document
-from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars
+from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars, tornado_svg
 from pricing.models import PricingType
 
 #: Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").
@@ -146,6 +146,20 @@ def _charts(runs: list[dict[str, Any]]) -> dict[str, str]:
     }
 
 
+def _tornado(document: Mapping[str, Any]) -> dict[str, str] | None:
+    """The chosen run's sensitivity as SVG (cost and days), None before runs had one."""
+    moves = document.get("sensitivity")
+    if not moves or not moves.get("inputs"):
+        return None
+    currency = str((document.get("price") or {}).get("currency") or "")
+    return {
+        "cost": tornado_svg(moves, metric="cost", currency=currency),
+        "days": tornado_svg(moves, metric="days", currency=currency),
+        "baseline_cost": moves["baseline"]["cost"],
+        "baseline_days": moves["baseline"]["training_days"],
+    }
+
+
 def signoff_context(request: BudgetRequest) -> dict[str, Any]:
     """What the request page, the PDF, the XLSX and the CSV show."""
     document = _document(request)
@@ -172,6 +186,9 @@ def signoff_context(request: BudgetRequest) -> dict[str, Any]:
         "run_details": details,
         "whole_run": _side_by_side(details),
         "training_methods": _methods(details),
+        "levers": list(document.get("levers") or []),
+        "bill": ((document.get("results") or {}).get("budget") or {}).get("bill"),
+        "tornado": _tornado(document),
         "timeline": list(timeline),
         "generated_at": timezone.now(),
     }
@@ -256,6 +273,7 @@ KINDS: dict[str, Kind] = {
     "fine_share": Kind("0.00%", 4, ".2%"),  # a LoRA's trainable share is well under 1 %
     "seconds": Kind("0.000", 3, ",.3f"),
     "gib": Kind("#,##0.0", 1, ",.1f"),
+    "quantity": Kind("#,##0.00", 2, ",.2f"),  # GB-months, GB, kWh, tonnes: the bill's units
     DATE: Kind("yyyy-mm-dd", None, "%Y-%m-%d"),
     DATETIME: Kind("yyyy-mm-dd hh:mm:ss", None, "%Y-%m-%d %H:%M:%S"),
 }
@@ -268,6 +286,9 @@ COLUMN_KINDS = {
     "Share of total": "share", "Share of margin-free step time": "share",
     "Seconds per step": "seconds", "LoRA rank": "id", "Trainable parameters": "count",
     "Trainable share": "fine_share", "Host memory per node (GiB)": "gib", "When": DATETIME,
+    "Cost": "money", "Cost saved": "money", "Amount": "money", "Unit price": "price",
+    "Quantity": "quantity",
+    "In total": BOOL,
 }  # fmt: skip
 NUMBER = int | float | Decimal
 
@@ -512,7 +533,51 @@ def _sections(context: dict[str, Any]) -> list[tuple[str, tuple[str, ...], list[
         *methods,
         ("Whole run", WHOLE_RUN_HEADER, _whole_run_rows(context)),
         ("Step margins", MARGINS_HEADER, _margin_rows(context)),
+        *([("Whole bill", BILL_HEADER, _bill_rows(context))] if context["bill"] else []),
+        *([("Levers", LEVERS_HEADER, _lever_rows(context))] if context["levers"] else []),
         ("Timeline", TIMELINE_HEADER, _timeline_rows(context)),
+    ]
+
+
+BILL_HEADER = ("Line", "Quantity", "Unit", "Unit price", "Amount", "In total", "Formula")
+
+
+def _bill_rows(context: dict[str, Any]) -> list[list[Any]]:
+    bill = context["bill"] or {}
+    rows: list[list[Any]] = [
+        [
+            line["label"],
+            line["quantity"],
+            line["unit"],
+            None if line["unit_price"] is None else Decimal(line["unit_price"]),
+            None if line["amount"] is None else Decimal(line["amount"]),
+            line["in_total"],
+            line["formula"],
+        ]
+        for line in bill.get("lines", [])
+    ]
+    if bill:
+        rows.append(["Total of the priced lines", None, "", None, Decimal(bill["total"]), True, ""])
+    return rows
+
+
+LEVERS_HEADER = (
+    "Change", "Fits in memory", "Days", "GPU-hours", "Cost", "Cost saved", "Why",
+)  # fmt: skip
+
+
+def _lever_rows(context: dict[str, Any]) -> list[list[Any]]:
+    return [
+        [
+            lever["change"],
+            lever["fits_in_memory"],
+            lever["training_days"],
+            Decimal(str(lever["gpu_hours"])),
+            Decimal(lever["cost"]),
+            Decimal(lever["cost_saved"]),
+            lever["reason"],
+        ]
+        for lever in context["levers"]
     ]
 
 

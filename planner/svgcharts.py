@@ -1,8 +1,9 @@
 """Small server-side SVG charts for documents that run no JavaScript (the sign-off PDF).
 
 The pages draw their charts with Chart.js; a PDF renderer cannot run it, so the sign-off pack
-draws the same figures here as plain SVG: a cost-versus-days scatter with P10-P90 bars and
-stacked horizontal bars. Pure functions returning SVG text (escaped), no database.
+draws the same figures here as plain SVG: a cost-versus-days scatter with P10-P90 bars,
+stacked horizontal bars and the tornado of a run's sensitivity (:func:`tornado_svg`). Pure
+functions returning SVG text (escaped), no database.
 
 No text may leave the viewBox or cover another label: text widths are estimated from the
 font size (:func:`text_width`), the scatter's labels go to the first free place around their
@@ -282,3 +283,219 @@ def stacked_bars(
                                     MARGIN_TOP + len(labels) * (bar_h + gap) + 16)  # fmt: skip
     height = math.ceil(last_baseline + DESCENT + 10)
     return _svg(body + legend, f"Stacked ({unit})", height)
+
+
+# --- Tornado: what moves the budget --------------------------------------------------------
+
+#: Bars of an input at the low end of its range (first colour) and at the high end (second).
+TORNADO_COLOURS = (PALETTE[0], PALETTE[1])
+TORNADO_BAR, TORNADO_GAP = 18, 8
+TORNADO_METRICS = {"cost": "cost", "days": "training_days"}
+END_GAP = 4  # between a bar's end and the value written beyond it [px]
+
+
+def _compact(value: float) -> str:
+    """``270000000000`` as ``270B``: thousands, millions, billions, trillions."""
+    for size, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= size:
+            return f"{value / size:.3g}{suffix}"
+    return f"{value:.3g}"
+
+
+def tornado_value_text(value: float, unit: str, currency: str = "") -> str:
+    """An input's value the way the tornado writes it at a bar's end, by its ``unit``
+    (:data:`estimator.core.sensitivity.INPUTS`): ``0.91x`` (with a multiplication sign),
+    ``15 %``, ``750 s``, ``270B tokens``, ``2.25 USD/GPU-h``."""
+    if unit == "x":
+        return f"{value:.2f}×"  # noqa: RUF001 (the multiplication sign)
+    if unit == "share":
+        return f"{value * 100:.3g} %"
+    if unit == "s":
+        return f"{value:,.0f} s"
+    if unit == "tokens":
+        return f"{_compact(value)} tokens"
+    if unit == "per GPU-hour":
+        return f"{value:,.2f} {currency}/GPU-h" if currency else f"{value:,.2f}/GPU-h"
+    return f"{value:.3g} {unit}".rstrip()
+
+
+def _axis_text(value: float, step: float) -> str:
+    """A tick's text: ``1.75M`` for millions, else as many decimals as the step needs."""
+    if abs(value) >= 1_000_000 and step >= 10_000:
+        return f"{value / 1_000_000:,.2f}".rstrip("0").rstrip(".") + "M"
+    places = max(0, math.ceil(-math.log10(step)) + 1) if step < 1 else 0
+    text = f"{value:,.{places}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def _nice_step(value: float) -> float:
+    """The smallest 1, 2, 2.5 or 5 x 10^k at or above ``value`` > 0 (any magnitude)."""
+    magnitude = 10.0 ** math.floor(math.log10(value))
+    return next(step * magnitude for step in (1, 2, 2.5, 5, 10) if step * magnitude >= value)
+
+
+def _end_texts(item: dict, field: str, baseline: float, currency: str) -> list[tuple[str, float]]:
+    """(text, figure) beyond each end of an input's bars: the input's value at the end its
+    figure reaches. A row of no width gets one text: the value of an input fixed at one
+    value, else ``no effect`` (the price on the days)."""
+    low, high = (float(v) for v in item[field])
+    unit = str(item.get("unit", ""))
+    texts = [
+        tornado_value_text(float(item[k]), unit, currency) for k in ("low_value", "high_value")
+    ]
+    if low == baseline and high == baseline:
+        return [(texts[0] if texts[0] == texts[1] else "no effect", baseline)]
+    return [(text, value) for text, value in zip(texts, (low, high), strict=True)
+            if value != baseline]  # fmt: skip
+
+
+def _swing(pair: Sequence[float]) -> float:
+    return abs(float(pair[1]) - float(pair[0]))
+
+
+def _tornado_axis(
+    ends: Sequence[tuple[float, float]], left: float, right: float
+) -> tuple[float, float]:
+    """(centre, half): the baseline's x and the length of the longest bar, as long as the
+    values written beyond the bars' ends still fit between ``left`` and ``right``.
+
+    ``ends`` holds (d, w) for each text: d the bar's end over the longest bar (-1 to 1),
+    w the text's width. A text right of the baseline needs centre + d half + gap + w <=
+    right; one left of it centre + d half - gap - w >= left. Both bounds of the centre
+    narrow as ``half`` grows, so the longest ``half`` is found by bisection.
+    """
+
+    def bounds(half: float) -> tuple[float, float]:
+        low, high = left + half, right - half
+        for d, width in ends:
+            if d >= 0:
+                high = min(high, right - END_GAP - width - d * half)
+            else:
+                low = max(low, left + END_GAP + width - d * half)
+        return low, high
+
+    shortest, longest = 0.0, (right - left) / 2
+    for _ in range(50):
+        half = (shortest + longest) / 2
+        low, high = bounds(half)
+        shortest, longest = (half, longest) if low <= high else (shortest, half)
+    half = max(shortest, 24.0)  # texts wider than the chart: bars still show, texts may clip
+    low, high = bounds(half)
+    return min(max((low + high) / 2, left + half), right - half), half
+
+
+def tornado_svg(data: dict, *, metric: str = "cost", currency: str = "USD") -> str:
+    """Tornado chart of :func:`estimator.core.sensitivity.sensitivity`'s output.
+
+    One row per input, largest swing of ``metric`` first (ties keep the given order; the
+    price, which moves no day, goes last on the days' chart): a bar from the baseline
+    (the central case, a dashed vertical line) to the figure with the input at the low end
+    of its range (first colour), and one to the figure at the high end (second colour); the
+    input's value is written beyond each bar's end. Lengths are proportional to how far the
+    figure moves: x = centre + half (figure - baseline) / longest swing, the same scale on
+    both sides.
+
+    Parameters
+    ----------
+    data : dict
+        ``baseline`` and ``inputs`` as :func:`~estimator.core.sensitivity.sensitivity`
+        returns them.
+    metric : str
+        ``"cost"`` (in ``currency``) or ``"days"`` (training days).
+    currency : str
+        The price's currency, for the axis title and the price's values.
+
+    Raises
+    ------
+    ValueError
+        For another ``metric``.
+    """
+    if metric not in TORNADO_METRICS:
+        raise ValueError(f"metric must be one of {sorted(TORNADO_METRICS)}, got {metric!r}")
+    field = TORNADO_METRICS[metric]
+    baseline = float(data["baseline"][field])
+    inputs = sorted(data["inputs"], key=lambda item: -_swing(item[field]))
+    ends = [_end_texts(item, field, baseline, currency) for item in inputs]
+    span = max((abs(value - baseline) for row in ends for _, value in row), default=0.0)
+    span = span or abs(baseline) * 0.05 or 1.0
+    names = [text_fit(str(item["label"]), WIDTH // 3) for item in inputs]
+    label_w = math.ceil(12 + max((text_width(name) for name in names), default=24.0))
+    plot_left, plot_right = label_w, WIDTH - MARGIN_RIGHT
+    centre, half = _tornado_axis(
+        [((value - baseline) / span, text_width(text)) for row in ends for text, value in row],
+        plot_left,
+        plot_right,
+    )
+
+    def x(value: float) -> float:
+        return centre + half * (value - baseline) / span
+
+    def value_at(pixel: float) -> float:
+        return baseline + span * (pixel - centre) / half
+
+    top = MARGIN_TOP + 12
+    bottom = top + len(inputs) * (TORNADO_BAR + TORNADO_GAP)
+    body = _tornado_ticks(value_at(plot_left), value_at(plot_right), x, top, bottom)
+    for row, (item, name) in enumerate(zip(inputs, names, strict=True)):
+        top_y = top + row * (TORNADO_BAR + TORNADO_GAP)
+        text_y = top_y + TORNADO_BAR / 2 + 4
+        body.append(f'<text class="input-label" x="{label_w - 6}" y="{text_y:.1f}" '
+                    f'text-anchor="end">{escape(name)}</text>')  # fmt: skip
+        for side, value, colour in zip(("low", "high"), item[field], TORNADO_COLOURS, strict=True):
+            left, right = sorted((x(baseline), x(float(value))))
+            body.append(
+                f'<rect class="bar-{side}" x="{left:.1f}" y="{top_y}" '
+                f'width="{right - left:.1f}" height="{TORNADO_BAR}" fill="{colour}"/>'
+            )
+        for text, value in ends[row]:
+            after = value >= baseline
+            body.append(
+                f'<text class="end-value" x="{x(value) + (END_GAP if after else -END_GAP):.1f}" '
+                f'y="{text_y:.1f}" text-anchor="{"start" if after else "end"}">'
+                f"{escape(text)}</text>"
+            )
+    unit = escape(currency) if metric == "cost" else "days"
+    # As the pages' number filters write them: money whole from 1,000 else to the cent,
+    # days whole from 100 else to a tenth.
+    whole, places = (1000, 2) if metric == "cost" else (100, 1)
+    figure = f"{baseline:,.{0 if abs(baseline) >= whole else places}f} {unit}"
+    axis_title = f"cost, {unit}" if metric == "cost" else "training days (wall clock)"
+    body.append(
+        f'<line class="baseline" x1="{centre:.1f}" x2="{centre:.1f}" y1="{top - 4}" '
+        f'y2="{bottom}" stroke="#17202a" stroke-width="1.2" stroke-dasharray="4 3"/>'
+        f'<text class="baseline-label" x="{centre:.1f}" y="{top - 8}" text-anchor="middle">'
+        f"central case {figure}</text>"
+        f'<text x="{(plot_left + plot_right) / 2:.1f}" y="{bottom + 30}" '
+        f'text-anchor="middle">{axis_title}</text>'
+    )
+    legend, last_baseline = _legend(
+        ["input at the low end of its range", "input at the high end of its range"], bottom + 50
+    )
+    height = math.ceil(last_baseline + DESCENT + 10)
+    title = f"What moves the budget: {'cost, ' + currency if metric == 'cost' else 'days'}"
+    return _svg(body + legend, title, height)
+
+
+def _tornado_ticks(
+    lowest: float, highest: float, x: Callable[[float], float], top: float, bottom: float
+) -> list[str]:
+    """Grid lines and texts at round values between ``lowest`` and ``highest``, spaced so
+    that no two texts touch and none leaves the plot."""
+    step = _nice_step((highest - lowest) / 6)
+    while True:
+        first, last = math.ceil(lowest / step), math.floor(highest / step)
+        texts = [(k * step, _axis_text(k * step, step)) for k in range(first, last + 1)]
+        widest = max((text_width(text) for _, text in texts), default=0.0)
+        if x(step) - x(0.0) >= widest + 10:
+            break
+        step = _nice_step(step * 1.001)
+    parts = []
+    for value, text in texts:
+        position = x(value)
+        if x(lowest) + text_width(text) / 2 <= position <= x(highest) - text_width(text) / 2:
+            parts.append(
+                f'<line x1="{position:.1f}" x2="{position:.1f}" y1="{top - 4}" y2="{bottom}" '
+                f'stroke="#e4e7eb"/><text class="tick" x="{position:.1f}" y="{bottom + 14}" '
+                f'text-anchor="middle">{text}</text>'
+            )
+    return parts

@@ -2,7 +2,16 @@
 
 from django.urls import path
 
-from planner.views import accounts, budgets, capacity, comparisons, projects, runs, scenarios
+from planner.views import (
+    accounts,
+    budgets,
+    capacity,
+    comparisons,
+    projects,
+    run_diff,
+    runs,
+    scenarios,
+)
 
 app_name = "planner"
 urlpatterns = [
@@ -17,12 +26,19 @@ urlpatterns = [
     path("scenarios/<int:pk>/", scenarios.scenario_detail, name="scenario-detail"),
     path("scenarios/<int:pk>/edit/", scenarios.scenario_edit, name="scenario-edit"),
     path("scenarios/<int:pk>/delete/", scenarios.scenario_delete, name="scenario-delete"),
+    path("scenarios/<int:pk>/duplicate/", scenarios.scenario_duplicate, name="scenario-duplicate"),
     path("scenarios/<int:pk>/json/", scenarios.scenario_json_edit, name="scenario-json"),
     path("scenarios/<int:pk>/export.json", scenarios.scenario_export, name="scenario-export"),
     path("scenarios/<int:pk>/run/", runs.run_start, name="run-start"),
     path("runs/<int:pk>/", runs.run_detail, name="run-detail"),
     path("runs/<int:pk>/status.json", runs.run_status, name="run-status"),
     path("runs/<int:pk>/retry/", runs.run_retry, name="run-retry"),
+    path("runs/<int:pk>/diff/", run_diff.run_diff_page, name="run-diff"),
+    path(
+        "runs/<int:pk>/levers/<int:index>/apply/",
+        runs.run_lever_apply,
+        name="run-lever-apply",
+    ),
     path("comparisons/<int:pk>/", comparisons.comparison_detail, name="comparison-detail"),
     path("compare/", comparisons.cross_project_compare, name="compare"),
     path("capacity/", capacity.capacity_plan_list, name="capacity"),

@@ -2,11 +2,13 @@
 
 Published price books and their entries are read-only here (no change, delete or add
 permission), and every admin form runs the services' checks, so the admin cannot write what
-the API refuses. Writes of books, entries, quotes and profiles go through the services.
+the API refuses. Writes of books, entries, usage prices, quotes and profiles go through the
+services.
 
-Books, entries, quotes and profiles are listed for the organisations the user belongs to
-(public books too; a superuser sees all), and change only for whom :mod:`pricing.access`
-says may change them.
+Books, entries, usage prices (storage, egress), quotes and profiles are listed for the
+organisations the user belongs to (public books too; a superuser sees all), and change only
+for whom :mod:`pricing.access` says may change them (a usage price: whoever may change its
+book).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pricing.models import (
     PriceBook,
     PriceEntry,
     Provider,
+    UsagePrice,
     VendorQuote,
 )
 from pricing.services.audit import price_audit_fields, price_audit_record
@@ -48,6 +51,13 @@ from pricing.services.catalog import (
 from pricing.services.onprem import PROFILE_FIELDS, onprem_inputs_from
 from pricing.services.quotes import QUOTE_FIELDS, quote_values_check
 from pricing.services.rates import exchange_rate_values_check
+from pricing.services.usage import (
+    USAGE_FIELDS,
+    usage_price_create,
+    usage_price_delete,
+    usage_price_update,
+    usage_price_values_check,
+)
 from pricing.tco import onprem_inputs_check
 
 
@@ -430,6 +440,92 @@ class PriceEntryAdmin(OrganisationScopedAdmin):
         created = services.price_entry_create(
             book=form.cleaned_data["book"], user=request.user, **values
         )
+        obj.pk = created.pk
+        obj._state.adding = False
+
+
+class UsagePriceForm(forms.ModelForm):
+    class Meta:
+        model = UsagePrice
+        fields = ["book", *USAGE_FIELDS]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if "book" in self.fields:
+            field = self.fields["book"]
+            assert isinstance(field, forms.ModelChoiceField)
+            # Narrows the admin's choice (the user's drafts), never widens it.
+            books = field.queryset if field.queryset is not None else PriceBook.objects.all()
+            field.queryset = books.filter(status=PriceBook.Status.DRAFT)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        book = cleaned.get("book") or (self.instance.book if self.instance.pk else None)
+        if book is not None:
+            _as_form_errors(self, lambda: services.price_book_assert_draft(book))
+        if not self.errors:
+            values = {name: cleaned.get(name) for name in USAGE_FIELDS}
+            _as_form_errors(self, lambda: usage_price_values_check(values))
+            cleaned.update({name: value for name, value in values.items() if name in self.fields})
+        return cleaned
+
+
+@admin.register(UsagePrice)
+class UsagePriceAdmin(OrganisationScopedAdmin):
+    """Storage (per GB-month) and egress (per GB) prices, scoped by their book as entries
+    are; who may change one is who may change its book."""
+
+    organisation_field = "book__organisation"
+    public_allowed = True
+    form = UsagePriceForm
+    list_display = ["kind", "provider", "region", "tier", "price", "book", "observed_on"]
+    # Only the books of the listed prices: another organisation's book name is no filter.
+    list_filter = [("book", admin.RelatedOnlyFieldListFilter), "kind", "provider"]
+    list_select_related = ["provider", "book"]
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "book":  # the drafts the user may add prices to
+            drafts = PriceBook.objects.filter(status=PriceBook.Status.DRAFT)
+            mine = drafts.filter(organisation__in=access.pricing_admin_organisations(request.user))
+            public = drafts.filter(organisation__isnull=True)
+            kwargs["queryset"] = mine | public if access.is_staff(request.user) else mine
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "book"] if obj is not None else fields  # a price never changes book
+
+    @staticmethod
+    def _may_change(request: HttpRequest, obj: UsagePrice | None) -> bool:
+        if obj is None:
+            return True
+        return access.may_change(request.user, obj.book) and not _book_is_published(obj.book)
+
+    def has_change_permission(self, request: HttpRequest, obj: UsagePrice | None = None) -> bool:
+        return self._may_change(request, obj) and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: UsagePrice | None = None) -> bool:
+        return self._may_change(request, obj) and super().has_delete_permission(request, obj)
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        usage_price_delete(usage=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[UsagePrice]) -> None:
+        for usage in queryset.select_related("book"):
+            if not self._may_change(request, usage):
+                messages.error(request, f"'{usage}': you may not change its book.")
+                continue
+            try:
+                usage_price_delete(usage=usage, user=request.user)
+            except PricingError as error:
+                messages.error(request, error.message)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            usage_price_update(usage=obj, user=request.user, **_changes(form, USAGE_FIELDS))
+            return
+        values = {name: form.cleaned_data[name] for name in USAGE_FIELDS}
+        created = usage_price_create(book=form.cleaned_data["book"], user=request.user, **values)
         obj.pk = created.pk
         obj._state.adding = False
 

@@ -1,7 +1,8 @@
 """Demo data for the pricing app, so a new user sees real numbers at once.
 
 Idempotent: running it again adds nothing twice. Everything here is labelled as what it is:
-a public list-price snapshot with uncertain dates, approximate exchange rates, the reference
+a public list-price snapshot with uncertain dates (with storage and egress list prices of
+AWS, GCP and Azure), approximate exchange rates, the reference
 worked example of an on-prem cluster, and an example (not real) vendor quote. The book is
 public; the profile and the quote belong to the demo organisation.
 """
@@ -36,6 +37,7 @@ from pricing.services import (
     provider_create,
     quote_create,
 )
+from pricing.services.usage import usage_price_create
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 EXAMPLE_BOOK_NAME = "Public list-price snapshot (example)"
@@ -59,6 +61,69 @@ EXAMPLE_BOOK = {
         "(2026-03-17). Entries with a known data problem carry a data flag."
     ),
 }
+_RECHECK = "public list price as of 2025, to re-check at the source before relying on it"
+#: Storage (per GB-month) and egress (per GB) list prices of the example book, in USD:
+#: (provider slug, region, kind, tier, price, source). The clouds bill a GB as 2^30 bytes.
+EXAMPLE_USAGE_PRICES = (
+    (
+        "aws",
+        "us-east-1",
+        "storage",
+        "S3 Standard, first 50 TB/month",
+        Decimal("0.023"),
+        "https://aws.amazon.com/s3/pricing/ : S3 Standard, US East (N. Virginia), first 50 "
+        f"TB/month, $0.023 per GB-month (AWS's GB-month examples count 2^30 bytes); {_RECHECK}",
+    ),
+    (
+        "aws",
+        "us-east-1",
+        "egress",
+        "Data transfer out to the internet, up to 10 TB/month",
+        Decimal("0.09"),
+        "https://aws.amazon.com/ec2/pricing/on-demand/ (Data Transfer): out from US East to "
+        "the internet, up to 10 TB/month, $0.09 per GB after the first 100 GB/month free "
+        f"across AWS; {_RECHECK}",
+    ),
+    (
+        "gcp",
+        "us-central1",
+        "storage",
+        "Cloud Storage Standard, regional",
+        Decimal("0.020"),
+        "https://cloud.google.com/storage/pricing : Standard storage, us-central1, "
+        "$0.000027397 per GiB-hour = $0.020 per GiB-month (730 h); "
+        f"{_RECHECK}",
+    ),
+    (
+        "gcp",
+        "us-central1",
+        "egress",
+        "Premium Tier internet egress, first 1 TiB/month",
+        Decimal("0.12"),
+        "https://cloud.google.com/vpc/network-pricing : Premium Tier internet egress from "
+        "North America to North America, 0-1 TiB/month, $0.12 per GiB (1-10 TiB: $0.11); "
+        f"{_RECHECK}",
+    ),
+    (
+        "azure",
+        "eastus",
+        "storage",
+        "Blob Storage hot tier, LRS, first 50 TB/month",
+        Decimal("0.018"),
+        "https://azure.microsoft.com/en-us/pricing/details/storage/blobs/ : block blob, hot "
+        f"access tier, LRS, East US, first 50 TB/month, about $0.018 per GB-month; {_RECHECK}",
+    ),
+    (
+        "azure",
+        "eastus",
+        "egress",
+        "Internet egress (Microsoft global network), first 10 TB/month",
+        Decimal("0.087"),
+        "https://azure.microsoft.com/en-us/pricing/details/bandwidth/ : internet egress routed "
+        "over the Microsoft global network from North America, first 10 TB/month after the "
+        f"first 100 GB free, $0.087 per GB (ISP transit routing: $0.04); {_RECHECK}",
+    ),
+)
 DEMO_RATE_SOURCE = (
     "Demo rate: approximate and rounded, for trying TrainPlan only. Replace it with your "
     "treasury's or a central bank's reference rate before comparing real prices."
@@ -112,12 +177,31 @@ def _example_book_load() -> list[str]:
         return [f"Price book '{EXAMPLE_BOOK_NAME}': present."]
     text = (DATA_DIR / "public_list_prices_snapshot.csv").read_text(encoding="utf-8")
     imported = price_book_csv_import(text=text, user=None, new_book=EXAMPLE_BOOK)
+    usage = _example_usage_prices_add(imported.book)
     price_book_publish(book=imported.book, user=None)
     flagged = imported.book.entries.exclude(data_flag="").count()
     return [
         f"Price book '{EXAMPLE_BOOK_NAME}': published with {imported.created} entries "
-        f"({flagged} flagged with a data problem)."
+        f"({flagged} flagged with a data problem).",
+        f"Price book '{EXAMPLE_BOOK_NAME}': {usage} storage and egress prices (AWS, GCP, Azure).",
     ]
+
+
+def _example_usage_prices_add(book: PriceBook) -> int:
+    """The storage and egress list prices of :data:`EXAMPLE_USAGE_PRICES`, added to the
+    example book while it is still a draft (a published book never changes)."""
+    for slug, region, kind, tier, price, source in EXAMPLE_USAGE_PRICES:
+        usage_price_create(
+            book=book,
+            user=None,
+            provider=Provider.objects.get(slug=slug),
+            region=region,
+            kind=kind,
+            tier=tier,
+            price=price,
+            source=source,
+        )
+    return len(EXAMPLE_USAGE_PRICES)
 
 
 def _rates_load() -> list[str]:

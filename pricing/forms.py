@@ -8,7 +8,7 @@ from planner.lib.actors import Actor
 from planner.organisations import Organisation
 from pricing.access import UNSET, pricing_admin_organisations, visible
 from pricing.models import OnPremProfile, PriceBook
-from pricing.services.onprem import PROFILE_FIELDS
+from pricing.services.onprem import GRID_FIELD, PROFILE_FIELDS
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 #: When prices were fetched, written and read as ISO whatever the locale (``03/04/2026`` is
@@ -96,6 +96,10 @@ class CsvUploadForm(forms.Form):
         return self.cleaned_data.get("organisation") or UNSET
 
 
+#: The save form's fields typed on the form itself; the others are the calculator's figures.
+_TYPED_HERE = ("name", "source", GRID_FIELD)
+
+
 class OnPremProfileSaveForm(forms.ModelForm):
     """The calculator's figures saved as a new profile under a name.
 
@@ -108,10 +112,19 @@ class OnPremProfileSaveForm(forms.ModelForm):
         model = OnPremProfile
         fields = list(PROFILE_FIELDS)
         widgets = {
-            name: forms.HiddenInput for name in PROFILE_FIELDS if name not in ("name", "source")
-        } | {"source": forms.Textarea(attrs={"rows": 2})}
-        labels = {"name": "Profile name"}
-        help_texts = {"source": "Where the figures come from: a quote, an invoice, an estimate."}
+            name: forms.HiddenInput for name in PROFILE_FIELDS if name not in _TYPED_HERE
+        } | {
+            "source": forms.Textarea(attrs={"rows": 2}),
+            GRID_FIELD: forms.NumberInput(attrs={"step": "0.1", "min": "0", "max": "2000"}),
+        }
+        labels = {"name": "Profile name", GRID_FIELD: "Grid carbon intensity (gCO2e/kWh)"}
+        help_texts = {
+            "source": "Where the figures come from: a quote, an invoice, an estimate.",
+            GRID_FIELD: (
+                "Optional, 0 to 2000: the annual average carbon intensity of the cluster's "
+                "electricity (its grid's, or the supplier's figure)."
+            ),
+        }
 
     organisation = _organisation_field()
 

@@ -8,8 +8,10 @@ which also enforces the rules (a published price book never changes, for one).
 from __future__ import annotations
 
 from datetime import date
+from decimal import Decimal
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
@@ -312,6 +314,19 @@ class OnPremProfile(models.Model):
     utilisation_percent = models.DecimalField(
         max_digits=5, decimal_places=2, help_text="Hours of paid work [%]"
     )
+    grid_gco2e_per_kwh = models.DecimalField(
+        "grid carbon intensity",
+        max_digits=7,
+        decimal_places=1,
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(Decimal(0)), MaxValueValidator(Decimal(2000))],
+        help_text=(
+            "Carbon intensity of the electricity the cluster draws [gCO2e/kWh], 0 to 2000: "
+            "the annual average of its grid (location-based), or the supplier's figure. "
+            "Leave empty when unknown: no carbon figure is then given."
+        ),
+    )
     source = models.TextField(blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -395,3 +410,54 @@ class PriceAuditEvent(AppendOnlyModel):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.actor}: {self.action} {self.subject_label}"
+
+
+class UsagePrice(models.Model):
+    """A price for what a run uses besides accelerator-hours: storage per GB-month, or
+    egress per GB, at a provider and region, in its book's currency.
+
+    A GB is what the provider bills as one: AWS, Google Cloud and Azure bill 2^30 bytes
+    (:mod:`planner.bill` sizes everything so). ``tier`` names the storage class or volume
+    tier the price is for ("S3 Standard, first 50 TB/month"): the same provider and region
+    may have several.
+    """
+
+    class Kind(models.TextChoices):
+        STORAGE = "storage", "Storage (per GB-month)"
+        EGRESS = "egress", "Egress (per GB)"
+
+    book = models.ForeignKey(PriceBook, on_delete=models.CASCADE, related_name="usage_prices")
+    provider = models.ForeignKey(Provider, on_delete=models.PROTECT, related_name="usage_prices")
+    region = models.CharField(max_length=64)
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    tier = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Storage class or volume tier, e.g. 'S3 Standard, first 50 TB/month'",
+    )
+    price = models.DecimalField(
+        max_digits=PRICE_DIGITS,
+        decimal_places=PRICE_PLACES,
+        help_text="Per GB-month (storage) or per GB (egress), in the book's currency",
+    )
+    observed_on = models.DateField(null=True, blank=True, help_text="When this price was seen")
+    source = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["kind", "provider__name", "region", "tier"]
+        constraints = [
+            models.CheckConstraint(condition=Q(price__gte=0), name="usage_price_not_negative"),
+            models.UniqueConstraint(
+                fields=["book", "provider", "region", "kind", "tier"],
+                name="usage_price_unique_in_book",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        tier = f" {self.tier}" if self.tier else ""
+        return f"{self.get_kind_display()}: {self.provider} {self.region}{tier}"
+
+    @property
+    def unit(self) -> str:
+        """What the price is per: 'GB-month' or 'GB'."""
+        return "GB-month" if self.kind == self.Kind.STORAGE else "GB"

@@ -15,6 +15,7 @@ from estimator.core.calibration import efficiency_for
 from estimator.core.constants import HOURS_PER_DAY, TERA
 from estimator.core.errors import ScenarioError
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.measurement import measured_estimate, measurement_parse
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig, Scenario
 from estimator.core.validation import price_per_gpu_hour, validate_scenario
@@ -189,6 +190,12 @@ def _schedule(workload: Workload, tokens_per_s: float) -> dict[str, Any]:
     }
 
 
+def schedule_of(scenario: Mapping[str, Any], tokens_per_s: float) -> dict[str, Any]:
+    """The whole-run figures (days, GPU-hours, goodput, parts) of ``scenario`` (explicit
+    layout) at a throughput of ``tokens_per_s``: what a rescaled step time changes."""
+    return _schedule(build_workload(validate_scenario(scenario)), tokens_per_s)
+
+
 def _margins_applied(workload: Workload) -> dict[str, float]:
     """The margins as shares of the margin-free step time, as this cluster pays them."""
     return {
@@ -329,6 +336,13 @@ def estimate(scenario: Mapping[str, Any] | Scenario) -> dict[str, Any]:
     """
     price = None
     if not isinstance(scenario, Scenario):
+        measured = (
+            measurement_parse(scenario.get("measurement"))
+            if isinstance(scenario, Mapping)
+            else None
+        )
+        if measured is not None:  # measured beats modelled (estimator.core.measurement)
+            return measured_estimate(scenario, measured)
         price = price_per_gpu_hour(scenario)
         scenario = validate_scenario(scenario)
     if scenario.parallelism is None:

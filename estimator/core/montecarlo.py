@@ -24,6 +24,7 @@ figures bit for bit.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 from collections.abc import Callable, Iterable, Mapping
@@ -51,6 +52,9 @@ MARGIN_SPREAD = 0.05
 #: Samples whose whole-run factor is evaluated between two progress reports (when a
 #: ``progress`` callback follows them; otherwise all samples at once).
 PROGRESS_CHUNK = 1000
+#: Spread of the efficiency factor when the scenario carries a measured speed: the run to
+#: come differs from the short one profiled (data, stragglers, a later software stack). [1]
+MEASURED_EFFICIENCY_SIGMA = 0.05
 #: Most samples in one run (a few seconds and ~0.5 GB at the top; 4,000 is plenty for P90).
 MAX_SAMPLES = 2_000_000
 
@@ -461,8 +465,13 @@ def monte_carlo(
     seed, samples = _count("seed", seed, 0), _count("samples", samples, 1, MAX_SAMPLES)
     requested = Uncertainty() if uncertainty is None else uncertainty
     valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
+    measured = not isinstance(scenario, Scenario) and scenario.get("measurement") is not None
+    if measured and requested.efficiency_sigma is None:
+        # The speed was measured: what is left unknown is how well it carries over.
+        requested = dataclasses.replace(requested, efficiency_sigma=MEASURED_EFFICIENCY_SIGMA)
     resolved = requested.resolved(valid.margins, valid.cluster.spec.family)
-    baseline = estimate(valid) if baseline is None else baseline
+    if baseline is None:  # the mapping keeps the measurement; the validated form does not
+        baseline = estimate(scenario if measured else valid)
     core, jitter_scale = split_step_time(baseline, valid.margins)
     draws = _draw(np.random.default_rng(seed), resolved, samples)
     steps = step_time(core, jitter_scale, draws["framework_overhead"], draws["network_jitter"])

@@ -15,6 +15,7 @@ from estimator.core import layout_rules as rules
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
 from estimator.core.frameworks import PROFILES, FrameworkProfile, profile_for
+from estimator.core.measurement import measurement_parse
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
     DEFAULT_LORA_TARGETS,
@@ -463,6 +464,7 @@ def validate_scenario(data: Any) -> Scenario:
     )
     if scenario.parallelism is not None:
         check_layout(scenario, scenario.parallelism)
+    measurement_parse(data.get("measurement"))  # its own key's rules; estimate() applies it
     return _with_framework(scenario)
 
 

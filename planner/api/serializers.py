@@ -300,6 +300,8 @@ class RunOutput(serializers.ModelSerializer):
             "result",
             "montecarlo",
             "budget",
+            "levers",
+            "sensitivity",
             "created_by",
             "created_at",
             "started_at",

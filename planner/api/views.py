@@ -123,6 +123,15 @@ class ScenarioViewSet(PlannerModelViewSet):
         services.scenario_delete(user=self.request.user, scenario=instance)
 
     @extend_schema(responses={200: io.ScenarioDocument})
+    @extend_schema(
+        request=None, responses={201: io.ScenarioOutput, 400: BAD_INPUT, 403: NOT_ALLOWED}
+    )
+    @action(detail=True, methods=["post"])
+    def duplicate(self, request: Request, pk: str | None = None) -> Response:
+        """A copy of the scenario in its project, with its price, PUE and utilisation (201)."""
+        copy = services.scenario_duplicate(user=request.user, scenario=self.get_object())
+        return Response(io.ScenarioOutput(copy).data, status=status.HTTP_201_CREATED)
+
     @action(detail=True, methods=["get"])
     def export(self, request: Request, pk: str | None = None) -> Response:
         """The scenario as a portable document; ``POST projects/{id}/scenarios/import/``
@@ -190,6 +199,24 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         """Queue a failed run again, with the same inputs, price and seed."""
         run = services.run_retry(user=request.user, run=self.get_object())
         return run_accepted(request, run)
+
+    @extend_schema(
+        request=None,
+        responses={201: io.ScenarioOutput, 400: BAD_INPUT, 403: NOT_ALLOWED},
+    )
+    @action(
+        detail=True,
+        methods=["post"],
+        url_path=r"levers/(?P<index>[0-9]+)/apply",
+        url_name="lever-apply",
+    )
+    def apply_lever(self, request: Request, pk: str | None = None, index: str = "0") -> Response:
+        """Apply lever ``index`` of the run's ``levers``: a new scenario in the project, the
+        run's scenario with that one change (201)."""
+        run = self.get_object()
+        number = int(index) if len(index) <= 9 else -1  # more digits: no such lever
+        scenario = services.scenario_from_lever(user=request.user, run=run, index=number)
+        return Response(io.ScenarioOutput(scenario).data, status=status.HTTP_201_CREATED)
 
 
 @extend_schema_view(list=extend_schema(responses=io.ComparisonOutput(many=True)))

@@ -16,7 +16,13 @@ from django import forms
 from estimator.core.catalog import load_catalog
 from estimator.core.frameworks import PROFILES
 from estimator.core.presets import load_presets, load_recipes, recipe_scenario
-from planner.forms.common import choice_field, preset_label, quantity_format, tokens_parse
+from planner.forms.common import (
+    DateField,
+    choice_field,
+    preset_label,
+    quantity_format,
+    tokens_parse,
+)
 from planner.forms.finetuning import (
     DEFAULT_LORA_RANK,
     LORA_TARGETS,
@@ -64,6 +70,15 @@ def _integer(required: bool = False, **kwargs: Any) -> forms.IntegerField:
 
 FRAMEWORKS = [("auto", "Auto (what careful teams use on this hardware)")] + [
     (profile.id, profile.name) for profile in PROFILES.values()
+]
+
+
+MEASURED_KINDS = [
+    ("", "Not measured"),
+    ("step_time_s", "Step time (s)"),
+    ("tokens_per_s", "Tokens/s, whole cluster"),
+    ("mfu", "MFU (0-1)"),
+    ("factor", "Ratio to the model's step time"),
 ]
 
 
@@ -167,6 +182,22 @@ class ScenarioForm(forms.Form):
         help_text="Share of wall clock the job really runs (Monte Carlo range)",
     )  # fmt: skip
     price = forms.ChoiceField(label="Price source")
+    measured_kind = forms.ChoiceField(
+        choices=MEASURED_KINDS,
+        required=False,
+        label="Measured speed",
+        help_text="From a short profiled run of this scenario: the estimate is rescaled to it",
+    )
+    measured_value = forms.FloatField(required=False, min_value=0, label="Measured value")
+    measured_on = DateField(required=False, label="Measured on")
+    storage_read_gbps = forms.FloatField(
+        required=False, min_value=0, label="Storage reads per node (Gbit/s)",
+        help_text="Optional: what the storage delivers to one node; warns if the run needs more",
+    )  # fmt: skip
+    cpu_tokens_per_s = forms.IntegerField(
+        required=False, min_value=1, label="CPU tokens/s per node",
+        help_text="Optional: what one node's data loaders prepare; warns if the run needs more",
+    )  # fmt: skip
 
     #: Where a service's error about a key of the scenario or of the scenario row shows.
     ERROR_FIELDS = {
@@ -197,6 +228,9 @@ class ScenarioForm(forms.Form):
         "vendor_quote": "price",
         "onprem_profile": "price",
         "utilisation_high": "utilisation_low",
+        "spec.measurement": "measured_kind",
+        **{f"spec.measurement.{kind}": "measured_value" for kind, _ in MEASURED_KINDS if kind},
+        "spec.measurement.measured_on": "measured_on",
         **{f"spec.model.{name}": name for name in MODEL_FIELDS},
         **{f"spec.parallelism.{name}": name for name in LAYOUT_FIELDS},
     }
@@ -305,6 +339,9 @@ class ScenarioForm(forms.Form):
             for name in ("tp", "pp", "micro_batch_size"):
                 if not data.get(name) and name not in self.errors:
                     self.add_error(name, "Required for an explicit layout.")
+        unvalued = data.get("measured_kind") and data.get("measured_value") is None
+        if unvalued and "measured_value" not in self.errors:
+            self.add_error("measured_value", "Give the value that was measured.")
         return data
 
     # -- the scenario ------------------------------------------------------------------------
@@ -377,8 +414,15 @@ class ScenarioForm(forms.Form):
         if cluster.get("accelerator") != data["accelerator"]:
             cluster.pop("accelerator_spec", None)
         cluster.update(accelerator=data["accelerator"], num_gpus=data["num_gpus"])
+        # The measurement and the pipeline figures are the form's own fields: what the
+        # edited scenario had of them is replaced (or dropped when emptied).
+        kept = {
+            key: value
+            for key, value in self.base_spec.items()
+            if key not in ("measurement", "data_pipeline")
+        }
         return {
-            **self.base_spec,
+            **kept,
             "format_version": 1,
             "model": self._model(),
             "training": self._training(),
@@ -389,7 +433,33 @@ class ScenarioForm(forms.Form):
                 "framework_overhead": data["framework_overhead"],
                 "network_jitter": data["network_jitter"],
             },
+            **self._measurement(),
+            **self._data_pipeline(),
         }
+
+    def _measurement(self) -> dict[str, Any]:
+        """``measurement`` from the measured-speed fields; none when they are empty."""
+        data = self.cleaned_data
+        kind, value = data.get("measured_kind"), data.get("measured_value")
+        if not kind or value is None:
+            return {}
+        measured: dict[str, Any] = {kind: value}
+        if data.get("measured_on"):
+            measured["measured_on"] = data["measured_on"].isoformat()
+        return {"measurement": measured}
+
+    def _data_pipeline(self) -> dict[str, Any]:
+        """``data_pipeline``: the stated figures the input pipeline is checked against."""
+        data = self.cleaned_data
+        stated = {
+            key: data[field]
+            for key, field in (
+                ("read_gbps_per_node", "storage_read_gbps"),
+                ("cpu_tokens_per_s_per_node", "cpu_tokens_per_s"),
+            )
+            if data.get(field) is not None
+        }
+        return {"data_pipeline": stated} if stated else {}
 
     def _framework(self) -> dict[str, Any]:
         """The ``framework`` key, left out for the default "auto" (as the contract's)."""
@@ -431,12 +501,26 @@ def _spec_initial(spec: Mapping[str, Any], model_preset: str) -> dict[str, Any]:
         "network_jitter": margins.get("network_jitter", 0.05),
         **_model_initial(spec["model"]),
         **training_options_initial(spec["training"]),
+        **_measurement_initial(spec),
     }
     if isinstance(layout, dict):
         initial.update({key: layout.get(key) for key in LAYOUT_FIELDS})
         initial["zero_stage"] = str(layout.get("zero_stage", 1))
         initial["recompute"] = layout.get("recompute", "selective")
     return initial
+
+
+def _measurement_initial(spec: Mapping[str, Any]) -> dict[str, Any]:
+    measured = spec.get("measurement") or {}
+    pipeline = spec.get("data_pipeline") or {}
+    kind = next((k for k, _ in MEASURED_KINDS if k and k in measured), "")
+    return {
+        "measured_kind": kind,
+        "measured_value": measured.get(kind) if kind else None,
+        "measured_on": measured.get("measured_on"),
+        "storage_read_gbps": pipeline.get("read_gbps_per_node"),
+        "cpu_tokens_per_s": pipeline.get("cpu_tokens_per_s_per_node"),
+    }
 
 
 def _model_initial(model: Mapping[str, Any]) -> dict[str, Any]:

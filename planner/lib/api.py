@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from django.core.exceptions import RequestDataTooBig
 from django.core.signals import setting_changed
-from django.db import IntegrityError
+from django.db import DataError, IntegrityError
 from django.db.models import ProtectedError
 from django.dispatch import receiver
 from drf_spectacular.openapi import AutoSchema
@@ -79,6 +79,14 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
         return protected_response(exc)
     if isinstance(exc, RequestDataTooBig):
         return Response(dict(TOO_LARGE), status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if isinstance(exc, DataError):
+        # A value the column cannot hold (a number out of its range) that no check caught:
+        # nothing was written; the request is at fault, not the server.
+        logger.error("Value out of its column's range answered as bad input", exc_info=exc)
+        return Response(
+            {"detail": "a value is out of the range its field can store", "code": "out_of_range"},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if isinstance(exc, IntegrityError):
         # A constraint the services did not foresee, usually a concurrent change (a row
         # deleted while another request pointed at it): nothing was written.

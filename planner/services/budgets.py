@@ -379,6 +379,14 @@ def snapshot_document(
         "estimator_version": run.estimator_version,
         "montecarlo": {"seed": run.seed, "samples": run.samples},
         "results": {"estimate": run.result, "montecarlo": run.montecarlo, "budget": run.budget},
+        # What would make the chosen run cheaper or faster, priced (without each changed
+        # scenario, which the run keeps).
+        "levers": [
+            {key: value for key, value in lever.items() if key != "scenario"}
+            for lever in run.levers or []
+        ],
+        # What moves the chosen run's budget (the tornado); the whole bill is in its budget.
+        "sensitivity": run.sensitivity,
         "chosen": _run_summary(run),
         "alternatives": [
             _run_summary(alt)

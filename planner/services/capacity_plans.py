@@ -57,7 +57,7 @@ from planner.models import (
 from planner.organisations import organisations_for
 from planner.prices import price_get, price_key_parse
 from planner.services.access import AUTHOR_ROLES, role_assert
-from planner.services.scenarios import scenario_create
+from planner.services.scenarios import scenario_create, scenario_name_free
 from pricing.access import visible
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
@@ -568,17 +568,6 @@ def plan_point(plan: CapacityPlan, option_index: int, num_gpus: int) -> dict[str
     return None
 
 
-def _unique_name(project: Project, name: str) -> str:
-    name = name[:190]
-    taken = set(project.scenarios.values_list("name", flat=True))
-    if name not in taken:
-        return name
-    number = 2
-    while f"{name} ({number})" in taken:
-        number += 1
-    return f"{name} ({number})"
-
-
 def capacity_option_scenario_create(
     *,
     user: Actor,
@@ -613,7 +602,7 @@ def capacity_option_scenario_create(
     return scenario_create(
         user=user,
         project=project,
-        name=_unique_name(project, title),
+        name=scenario_name_free(project, title),
         description=f"From capacity plan {plan.pk} ({plan.name}).",
         spec=spec,
         price_source=source,

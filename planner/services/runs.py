@@ -24,9 +24,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate
+from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate, load_catalog
+from estimator.core.levers import levers
 from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
-from planner.budget_figures import budget_figures
+from estimator.core.sensitivity import sensitivity
+from planner.bill import input_pipeline, whole_bill
+from planner.budget_figures import budget_figures, cost_of
 from planner.errors import PlannerError, RunNotRetryable
 from planner.lib.actors import Actor, actor_user
 from planner.lib.heartbeat import gone_quiet, heartbeat
@@ -38,7 +41,7 @@ from planner.models import (
     heartbeat_stale_before,
 )
 from planner.services.access import AUTHOR_ROLES, role_assert
-from planner.services.scenarios import price_snapshot
+from planner.services.scenarios import price_snapshot, price_usage
 from pricing.errors import PricingError
 from pricing.models import Accelerator
 from pricing.selectors import money_convert
@@ -97,7 +100,10 @@ def run_start(
     locked = Scenario.objects.select_for_update(no_key=True).filter(pk=scenario.pk)
     if locked.values_list("pk", flat=True).first() is None:
         raise PlannerError("was deleted while the run was being started", field="scenario")
-    price = price_snapshot(scenario)
+    assert scenario.price is not None  # the model's check constraint guarantees one source
+    # What a run adds to the scenario's price: the whole bill's other prices (a few queries,
+    # so only here, not where scenarios are listed with their prices).
+    price = {**price_snapshot(scenario), "usage": price_usage(scenario.price)}
     run = EstimationRun.objects.create(
         scenario=scenario,
         seed=secrets.randbelow(2**31) if seed is None else seed,
@@ -233,12 +239,13 @@ def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dic
     )
     result = estimate(spec)
     low, high = (float(value) for value in run.inputs["utilisation"])
+    uncertainty = Uncertainty(utilisation=(low, high))
     report(0.2, f"Monte Carlo, {run.samples:,} samples")
     montecarlo = monte_carlo(
         spec,
         seed=run.seed,
         samples=run.samples,
-        uncertainty=Uncertainty(utilisation=(low, high)),
+        uncertainty=uncertainty,
         progress=lambda fraction: report(0.2 + 0.75 * fraction, "Monte Carlo"),
         baseline=result,
     )
@@ -255,7 +262,93 @@ def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dic
         ),
     ).as_json()
     budget["converted"] = _converted(run, budget)
-    return {"result": result, "montecarlo": montecarlo, "budget": budget}
+    budget["bill"] = run_bill(run, result, budget)
+    report(0.96, "levers: single changes that save time or money")
+    found = priced_levers(run, levers(spec)["levers"], budget)
+    report(0.98, "sensitivity: what moves the budget")
+    moves = sensitivity(
+        spec,
+        price_per_gpu_hour=float(run.price["price_per_gpu_hour"]),
+        uncertainty=uncertainty,
+        baseline=result,
+    )
+    return {
+        "result": result,
+        "montecarlo": montecarlo,
+        "budget": budget,
+        "levers": found,
+        "sensitivity": moves,
+    }
+
+
+def _usage(price: dict[str, Any], key: str) -> Decimal | None:
+    found = (price.get("usage") or {}).get(key)
+    if found is None:
+        return None
+    return Decimal(found["price"] if isinstance(found, dict) else found)
+
+
+def _grid(price: dict[str, Any]) -> float | None:
+    grid = (price.get("usage") or {}).get("grid_gco2e_per_kwh")
+    return None if grid is None else float(grid["value"])
+
+
+def run_bill(run: EstimationRun, result: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
+    """The whole bill beyond accelerator-hours (``planner/bill.py``) at the prices the run
+    froze, and what the input pipeline must deliver per node."""
+    spec = run.inputs["scenario"]
+    bill = whole_bill(
+        estimate=result,
+        tokens=float(spec["training"]["tokens"]),
+        storage_price_per_gb_month=_usage(run.price, "storage_per_gb_month"),
+        egress_price_per_gb=_usage(run.price, "egress_per_gb"),
+        energy_tariff_per_kwh=_usage(run.price, "energy_per_kwh"),
+        energy_kwh=Decimal(budget["energy_kwh"]),
+        currency=run.price["currency"],
+        carbon_gco2e_per_kwh=_grid(run.price),
+    ).as_json()
+    stated = spec.get("data_pipeline") or {}
+    bill["input_pipeline"] = input_pipeline(
+        result,
+        gpus_per_node=node_size(spec["cluster"]["accelerator"], spec["cluster"]),
+        node_read_gbps=stated.get("read_gbps_per_node"),
+        cpu_tokens_per_s_per_node=stated.get("cpu_tokens_per_s_per_node"),
+    )
+    return bill
+
+
+def node_size(accelerator: str, cluster: dict[str, Any]) -> int:
+    """Accelerators per node: the cluster's own figure, else the catalog's."""
+    stated = cluster.get("gpus_per_node")
+    return int(stated) if stated else load_catalog()[accelerator].devices_per_node
+
+
+def _lever_minimum(price: dict[str, Any], run_gpus: int, lever_gpus: int) -> Decimal | None:
+    """The commitment a lever's cluster would pay: a price-book commitment covers the
+    cluster bought (so it scales with it), a quote's covers the quote's accelerators."""
+    if not price.get("minimum_spend"):
+        return None
+    minimum = Decimal(price["minimum_spend"])
+    if price.get("source") == "price_entry" and lever_gpus != run_gpus:
+        return (minimum * lever_gpus / run_gpus).quantize(Decimal("0.01"))
+    return minimum
+
+
+def priced_levers(
+    run: EstimationRun, found: list[dict[str, Any]], budget: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The estimator's levers with their deterministic cost, priced as the run is
+    (:func:`planner.budget_figures.cost_of`), and the change against the run's own."""
+    price = Decimal(run.price["price_per_gpu_hour"])
+    run_gpus = int(run.inputs["scenario"]["cluster"]["num_gpus"])
+    baseline = Decimal(budget["cost"]["deterministic"])
+    priced = []
+    for lever in found:
+        gpus = int(lever["scenario"]["cluster"]["num_gpus"])
+        cost = cost_of(lever["gpu_hours"], price, _lever_minimum(run.price, run_gpus, gpus))
+        priced.append({**lever, "cost": str(cost), "cost_saved": str(baseline - cost)})
+    priced.sort(key=lambda lever: (not lever["fits_in_memory"], -Decimal(lever["cost_saved"])))
+    return priced
 
 
 def _finish(run_id: int, **fields: Any) -> None:

@@ -14,7 +14,7 @@ from planner.errors import PlannerError
 from planner.lib.actors import Actor, actor_user
 from planner.lib.text import nul_problem
 from planner.lib.updates import audit_diff, model_update
-from planner.models import Organisation, PriceSource, Project, Scenario
+from planner.models import EstimationRun, Organisation, PriceSource, Project, Scenario
 from planner.prices import (
     PRICE_MODELS,
     PriceObject,
@@ -24,7 +24,8 @@ from planner.prices import (
 )
 from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.audit import audit_record
-from pricing.models import OnPremProfile, PriceEntry, VendorQuote
+from pricing.grid import grid_intensity
+from pricing.models import OnPremProfile, PriceEntry, UsagePrice, VendorQuote
 
 EXPORT_FORMAT = "trainplan-scenario"
 EXPORT_VERSION = 1
@@ -171,6 +172,51 @@ def price_snapshot(scenario: Scenario) -> dict[str, Any]:
         **_snapshot_origin(price),
         **_snapshot_commitment(price, scenario.num_gpus),
     }
+
+
+def _usage_price(entry: PriceEntry, kind: str) -> dict[str, Any] | None:
+    """The book's storage or egress price at the entry's provider: its region's if the book
+    has one, else the provider's cheapest; None when the book has none."""
+    prices = UsagePrice.objects.filter(
+        book_id=entry.book_id, provider_id=entry.provider_id, kind=kind
+    )
+    chosen = (
+        prices.filter(region=entry.region).order_by("price").first()
+        or prices.order_by("price").first()
+    )
+    if chosen is None:
+        return None
+    tier = f", {chosen.tier}" if chosen.tier else ""
+    return {
+        "price": str(chosen.price),
+        "label": f"{entry.provider.name} {chosen.region}{tier}",
+        "source": chosen.source,
+    }
+
+
+def price_usage(price: PriceObject) -> dict[str, Any]:
+    """What the whole bill's other lines are priced at (``planner/bill.py``): the storage and
+    egress prices of a price-book entry's book and provider, an on-prem profile's electricity
+    tariff, in the price's currency; and the grid's carbon intensity (the region's, from
+    ``pricing/data/grid_intensity.csv``, or the on-prem profile's)."""
+    if isinstance(price, PriceEntry):
+        grid = grid_intensity(price.provider.slug, price.region)
+        return {
+            "storage_per_gb_month": _usage_price(price, UsagePrice.Kind.STORAGE),
+            "egress_per_gb": _usage_price(price, UsagePrice.Kind.EGRESS),
+            "grid_gco2e_per_kwh": None
+            if grid is None
+            else {"value": str(grid.gco2e_per_kwh), "year": grid.year, "source": grid.source},
+        }
+    if isinstance(price, OnPremProfile):
+        stated = price.grid_gco2e_per_kwh
+        return {
+            "energy_per_kwh": str(price.electricity_price_per_kwh),
+            "grid_gco2e_per_kwh": None
+            if stated is None
+            else {"value": str(stated), "source": f"on-prem profile '{price.name}'"},
+        }
+    return {}
 
 
 def _snapshot_commitment(price: PriceObject, num_gpus: int) -> dict[str, Any]:
@@ -409,4 +455,57 @@ def scenario_import(*, user: Actor, project: Project, document: Any) -> Scenario
         pue=_decimal_field(document, "pue", document.get("pue", "1.20")),
         utilisation_low=_decimal_field(document, "utilisation", utilisation[0]),
         utilisation_high=_decimal_field(document, "utilisation", utilisation[1]),
+    )
+
+
+def scenario_name_free(project: Project, name: str) -> str:
+    """``name`` (cut to the column), or with `` (2)``, `` (3)``... when the project has it."""
+    base = name.strip()[:190]
+    taken = set(project.scenarios.values_list("name", flat=True))
+    if base not in taken:
+        return base
+    number = 2
+    while f"{base} ({number})" in taken:
+        number += 1
+    return f"{base} ({number})"
+
+
+def scenario_duplicate(
+    *,
+    user: Actor,
+    scenario: Scenario,
+    name: str = "",
+    spec: dict[str, Any] | None = None,
+    description: str = "",
+) -> Scenario:
+    """A copy of ``scenario`` in its project (its price, PUE and utilisation too), with
+    ``spec`` instead of its own when given; named ``name`` or "<name> (copy)"."""
+    return scenario_create(
+        user=user,
+        project=scenario.project,
+        name=scenario_name_free(scenario.project, name or f"{scenario.name} (copy)"),
+        spec=spec if spec is not None else scenario.spec,
+        price_source=scenario.price_source,
+        price=scenario.price,
+        description=description or scenario.description,
+        model_preset=scenario.model_preset,
+        pue=scenario.pue,
+        utilisation_low=scenario.utilisation_low,
+        utilisation_high=scenario.utilisation_high,
+    )
+
+
+def scenario_from_lever(*, user: Actor, run: EstimationRun, index: int) -> Scenario:
+    """Apply lever ``index`` of a finished run: a duplicate of the run's scenario with that
+    one change, named after it."""
+    found = run.levers or []
+    if not 0 <= index < len(found):
+        raise PlannerError(f"run {run.pk} has no lever {index}", field="lever")
+    lever = found[index]
+    return scenario_duplicate(
+        user=user,
+        scenario=run.scenario,
+        name=f"{run.scenario.name} · {lever['change']}",
+        spec=lever["scenario"],
+        description=f"Lever of run {run.pk}: {lever['change']} ({lever['reason']}).",
     )

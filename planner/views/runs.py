@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
@@ -54,9 +57,37 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "project": run.scenario.project,
         "figures": run_figures(run),
         "inputs_json": json.dumps(run.inputs.get("scenario"), indent=2),
+        "levers": lever_rows(run) if succeeded else [],
+        "sensitivity": run.sensitivity if succeeded else None,
+        "bill": (run.budget or {}).get("bill") if succeeded else None,
         "can_author": can_author(request.user, run.scenario.project.organisation),
     }
     return render(request, "planner/run_detail.html", context)
+
+
+def lever_rows(run: EstimationRun) -> list[dict[str, Any]]:
+    """The run's levers as the page shows them: with their index (for Apply) and the change
+    in days and cost in words."""
+    rows = []
+    deadline = run.scenario.project.deadline
+    left = (deadline - timezone.localdate()).days if deadline else None
+    for index, lever in enumerate(run.levers or []):
+        saved = Decimal(lever["cost_saved"])
+        days = float(lever["training_days_saved"])
+        rows.append(
+            {
+                **lever,
+                "index": index,
+                "saves": saved > 0,
+                # Finishing after the project's deadline (from today), when it has one.
+                "late": left is not None and float(lever["training_days"]) > left,
+                "cost_change": f"saves {saved:,.0f}" if saved > 0 else f"costs {-saved:,.0f} more",
+                "days_change": f"{days:,.1f} days sooner"
+                if days >= 0
+                else f"{-days:,.1f} days later",
+            }
+        )
+    return rows
 
 
 def status_data(run: EstimationRun) -> dict[str, object]:
@@ -98,3 +129,21 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         messages.success(request, f"Run {run.pk} queued again with the same inputs and seed.")
     return redirect(run)
+
+
+@login_required
+@require_POST
+def run_lever_apply(request: HttpRequest, pk: int, index: int) -> HttpResponse:
+    """Apply one lever of the run: a new scenario in the project with that one change."""
+    run = get_object_or_404(selectors.runs_for(request.user), pk=pk)
+    try:
+        scenario = services.scenario_from_lever(user=request.user, run=run, index=index)
+    except NotAllowed as error:
+        return forbidden(request, error)
+    except PlannerError as error:
+        messages.error(request, error.message)
+        return redirect(run)
+    messages.success(
+        request, f"Scenario '{scenario.name}' made with the lever; run it to see its budget."
+    )
+    return redirect(scenario)

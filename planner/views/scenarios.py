@@ -11,7 +11,7 @@ from django.db.models import ProtectedError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from planner import selectors, services
 from planner.breakdowns import training_summary
@@ -223,3 +223,19 @@ def scenario_delete(request: HttpRequest, pk: int) -> HttpResponse:
         messages.success(request, f"Deleted the scenario '{scenario.name}'.")
         return redirect(project)
     return delete_page(request, project, scenario)
+
+
+@login_required
+@require_POST
+def scenario_duplicate(request: HttpRequest, pk: int) -> HttpResponse:
+    """A copy of the scenario in its project (same price, PUE and utilisation), to edit."""
+    scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
+    try:
+        copy = services.scenario_duplicate(user=request.user, scenario=scenario)
+    except NotAllowed as error:
+        return forbidden(request, error)
+    except PlannerError as error:
+        messages.error(request, error.message)
+        return redirect(scenario)
+    messages.success(request, f"Copied '{scenario.name}' as '{copy.name}'.")
+    return redirect(copy)

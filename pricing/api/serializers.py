@@ -343,6 +343,13 @@ class OnPremProfileInput(OnPremInput):
         allow_null=True,
     )
     source = serializers.CharField(required=False, allow_blank=True)  # type: ignore[assignment]
+    grid_gco2e_per_kwh = serializers.DecimalField(
+        max_digits=7,
+        decimal_places=1,
+        required=False,
+        allow_null=True,
+        help_text="Carbon intensity of the cluster's electricity [gCO2e/kWh], 0 to 2000; optional",
+    )
 
 
 def onprem_cost_data(cost: OnPremCost, currency: str) -> dict[str, Any]:
@@ -412,6 +419,7 @@ class OnPremProfileOutput(serializers.ModelSerializer):
             "colocation_price_per_kw_month",
             "operations_share_percent",
             "utilisation_percent",
+            "grid_gco2e_per_kwh",
             "source",
             "cost",
         ]

@@ -15,7 +15,7 @@ from planner.lib.updates import model_update
 from planner.organisations import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PriceBookGone, PricingError, PublishedBookImmutable
-from pricing.models import PriceBook, PriceEntry, PricingType
+from pricing.models import PriceBook, PriceEntry, PricingType, UsagePrice
 from pricing.services._common import positive_check
 from pricing.services.audit import price_audit_fields, price_audit_label, price_audit_record
 
@@ -84,9 +84,11 @@ def price_book_create(
     description: str = "",
     dates_note: str = "",
     organisation: Organisation | None = None,
+    copied_from: PriceBook | None = None,
 ) -> PriceBook:
     """Start a draft price book: private to ``organisation``, or public without one (who may
-    write where is :func:`pricing.access.write_organisation`'s to say)."""
+    write where is :func:`pricing.access.write_organisation`'s to say); ``copied_from`` is
+    :func:`price_book_copy`'s."""
     values = {"name": name, "currency": currency, "source": source, "fetched_at": fetched_at}
     price_book_values_check(values)
     book = PriceBook.objects.create(
@@ -94,6 +96,7 @@ def price_book_create(
         description=description,
         dates_note=dates_note,
         organisation=organisation,
+        copied_from=copied_from,
         created_by=actor_user(user),
     )
     price_audit_record(
@@ -160,8 +163,8 @@ def price_book_copy(
     name: str | None = None,
     organisation: Organisation | object | None = SAME,
 ) -> PriceBook:
-    """Copy a book (published or not) with all its entries into a new draft, of
-    ``organisation`` (by default the book's own: a public book's copy is public).
+    """Copy a book (published or not) with all its entries and usage prices into a new
+    draft, of ``organisation`` (by default the book's own: a public book's copy is public).
 
     The source row stays locked until the copy commits, so no one deletes it half-way; a book
     deleted before the copy starts is refused with :class:`PriceBookGone`.
@@ -180,16 +183,17 @@ def price_book_copy(
         description=source.description,
         dates_note=source.dates_note,
         organisation=source.organisation if organisation is SAME else organisation,  # type: ignore[arg-type]
+        copied_from=source,
     )
-    copy.copied_from = source
-    copy.save(update_fields=["copied_from"])
     copied = price_entries_copy(source=source, target=copy)
+    usage = usage_prices_copy(source=source, target=copy)
     price_audit_record(
         actor=user,
         action="copied",
         subject=copy,
         changes={"copied_from": [None, f"PriceBook {source.pk}"]},
-        comment=f"{copied} entries copied from {price_audit_label(source)}",
+        comment=f"{copied} entries copied from {price_audit_label(source)}"
+        + (f", with its {usage} usage prices" if usage else ""),
     )
     return copy
 
@@ -208,6 +212,30 @@ def price_entries_copy(*, source: PriceBook, target: PriceBook) -> int:
     table = quote(PriceEntry._meta.db_table)
     book = column["book"]
     copied = ", ".join(column[name] for name in ENTRY_FIELDS)
+    # Only the model's quoted table and column names are formatted in; values are params.
+    sql = (
+        f"INSERT INTO {table} ({book}, {copied}) "  # noqa: S608
+        f"SELECT %s, {copied} FROM {table} WHERE {book} = %s ORDER BY {column['id']}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [target.pk, source.pk])
+        return int(cursor.rowcount)
+
+
+USAGE_FIELDS = ("provider", "region", "kind", "tier", "price", "observed_on", "source")
+
+
+def usage_prices_copy(*, source: PriceBook, target: PriceBook) -> int:
+    """Copy every usage price (storage, egress) of ``source`` into ``target`` as it is;
+    return how many. One ``INSERT ... SELECT``, as :func:`price_entries_copy` does."""
+    quote = connection.ops.quote_name
+    column = {
+        field.name: quote(field.column or field.attname)
+        for field in UsagePrice._meta.concrete_fields
+    }
+    table = quote(UsagePrice._meta.db_table)
+    book = column["book"]
+    copied = ", ".join(column[name] for name in USAGE_FIELDS)
     # Only the model's quoted table and column names are formatted in; values are params.
     sql = (
         f"INSERT INTO {table} ({book}, {copied}) "  # noqa: S608
@@ -332,6 +360,9 @@ def price_entry_update(
     *, entry: PriceEntry, user: OptionalActor = None, **changes: Any
 ) -> PriceEntry:
     current = price_book_locked_draft(entry.book)
+    # The stored row, not the caller's instance: an admin form has already set its new
+    # values on that one, and the comparison below would find nothing changed.
+    entry = PriceEntry.objects.select_for_update().get(pk=entry.pk)
     merged = {name: changes.get(name, getattr(entry, name)) for name in ENTRY_FIELDS}
     if "price_per_instance_hour" in changes and "price_per_accelerator_hour" not in changes:
         merged["price_per_accelerator_hour"] = None  # derive it again from the new price

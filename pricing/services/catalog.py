@@ -157,6 +157,7 @@ def accelerator_custom_update(*, accelerator: Accelerator, **changes: Any) -> Ac
             field="catalog_id",
         )
     accelerator_specs_check(changes)
+    accelerator = Accelerator.objects.get(pk=accelerator.pk)  # the stored row (see below)
     model_update(accelerator, changes, allowed=SPEC_FIELDS, refuse=PricingError)
     return accelerator
 
@@ -181,6 +182,9 @@ def provider_update(*, provider: Provider, **changes: Any) -> Provider:
         raise DuplicateRecord(f"a provider {changes['slug']!r} exists", field="slug")
     if "name" in changes and others.filter(name__iexact=changes["name"]).exists():
         raise DuplicateRecord(f"a provider named {changes['name']!r} exists", field="name")
+    # The stored row, not the caller's instance: an admin form has already set its new
+    # values on that one, and model_update would find nothing to save.
+    provider = Provider.objects.get(pk=provider.pk)
     model_update(
         provider, changes, allowed=("slug", "name", "kind", "website", "notes"), refuse=PricingError
     )

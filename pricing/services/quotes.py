@@ -58,11 +58,34 @@ def quote_values_check(values: dict[str, Any]) -> dict[str, Any]:
     if values.get("accelerator") is None:
         raise PricingError("accelerator is required", field="accelerator")
     positive_check(values.get("accelerator_count"), field="accelerator_count", what="count")
+    if values["accelerator_count"] > MOST_ACCELERATORS:
+        raise PricingError(
+            f"must be at most {MOST_ACCELERATORS:,}, got {values['accelerator_count']:,}",
+            field="accelerator_count",
+        )
     currency_code_check(values.get("currency") or "")
     _quote_dates_check(values.get("valid_from"), values.get("valid_until"))
+    _term_check(values.get("term_months"))
     _quote_price_check(values)
     values["is_example"] = bool(values.get("is_example"))
     return values
+
+
+#: The most accelerators a quote may cover: ten times the largest clusters announced.
+MOST_ACCELERATORS = 1_000_000
+#: The longest term a quote may commit to: far beyond any real contract, and well inside the
+#: column (a positive small integer). [months]
+LONGEST_TERM_MONTHS = 600
+
+
+def _term_check(term_months: int | None) -> None:
+    if term_months is None:
+        return
+    if not 1 <= term_months <= LONGEST_TERM_MONTHS:
+        raise PricingError(
+            f"must be between 1 and {LONGEST_TERM_MONTHS} months, got {term_months}",
+            field="term_months",
+        )
 
 
 def _quote_dates_check(valid_from: date | None, valid_until: date | None) -> None:
@@ -117,6 +140,7 @@ def quote_create(*, user: OptionalActor, organisation: Organisation, **values: A
 
 @transaction.atomic
 def quote_update(*, quote: VendorQuote, user: OptionalActor = None, **changes: Any) -> VendorQuote:
+    quote = VendorQuote.objects.select_for_update().get(pk=quote.pk)  # the stored row
     merged = {name: changes.get(name, getattr(quote, name)) for name in QUOTE_FIELDS}
     if "price_per_accelerator_hour" in changes and "total_price" not in changes:
         merged["total_price"] = None  # a new hourly price replaces a total for a term

@@ -13,9 +13,16 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from estimator.core.presets import preset_scenario
-from planner.models import Organisation, Project, Role, Scenario
+from planner.models import EstimationRun, Organisation, Project, Role, Scenario
 from planner.organisations.demo import demo_organisation
-from planner.services import membership_grant, organisation_create, project_create, scenario_create
+from planner.services import (
+    membership_grant,
+    organisation_create,
+    project_create,
+    run_execute,
+    run_start,
+    scenario_create,
+)
 from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_REFERENCE, pricing_demo_load
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 
@@ -152,3 +159,16 @@ def scenario(prices: None, project: Project, requester: User) -> Scenario:
         price=list_price("H100-SXM"),
         model_preset="llama3-8b",
     )
+
+
+def run_finished(
+    scenario: Scenario, user: User, capture: Any, *, seed: int = 3, samples: int = 200
+) -> EstimationRun:
+    """A succeeded run of ``scenario``: started with its task left unsent (``capture`` is
+    ``django_capture_on_commit_callbacks``) and executed here, as the worker would."""
+    with capture(execute=False):
+        run = run_start(user=user, scenario=scenario, seed=seed, samples=samples)
+    finished = run_execute(run_id=run.pk)
+    assert finished is not None
+    assert finished.status == "succeeded", finished.error
+    return finished

@@ -434,7 +434,8 @@ def test_xlsx_holds_the_summary_comparison_whole_run_margins_and_timeline(
     submitted = _submitted(draft, requester)
     book = load_workbook(io.BytesIO(signoff_xlsx(submitted)))
     assert book.sheetnames == [
-        "Summary", "Comparison", "Whole run", "Step margins", "Timeline", "Data",
+        "Summary", "Comparison", "Whole run", "Step margins", "Whole bill", "Levers",
+        "Timeline", "Data",
     ]  # fmt: skip
     summary = {row[0].value: row[1].value for row in book["Summary"].iter_rows()}
     assert summary["Snapshot SHA-256"] == submitted.snapshot_sha256

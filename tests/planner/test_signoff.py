@@ -145,8 +145,19 @@ def test_the_xlsx_has_a_sheet_for_the_whole_run_and_one_for_the_margins(
 
     book = load_workbook(io.BytesIO(signoff_xlsx(submitted)))
     assert book.sheetnames == [
-        "Summary", "Comparison", "Whole run", "Step margins", "Timeline", "Data",
+        "Summary", "Comparison", "Whole run", "Step margins", "Whole bill", "Levers",
+        "Timeline", "Data",
     ]  # fmt: skip
+    bill = list(book["Whole bill"].iter_rows(values_only=True))
+    frozen = (submitted.run.budget or {})["bill"]
+    assert [row[0] for row in bill[1:-1]] == [line["label"] for line in frozen["lines"]]
+    assert bill[-1][4] == float(Decimal(frozen["total"]))
+    levers = list(book["Levers"].iter_rows(values_only=True))
+    chosen = submitted.run.levers or []
+    assert [row[0] for row in levers[1:]] == [lever["change"] for lever in chosen]
+    assert [row[5] for row in levers[1:]] == [
+        float(Decimal(lever["cost_saved"])) for lever in chosen
+    ]
     whole_run = list(book["Whole run"].iter_rows(values_only=True))
     assert whole_run[0] == WHOLE_RUN_HEADER
     totals = [row for row in whole_run[1:] if row[2] == "Total"]
@@ -223,8 +234,9 @@ def test_a_fine_tuning_pack_shows_each_runs_training_method(
 
     book = load_workbook(io.BytesIO(signoff_xlsx(fine_tuning)))
     assert book.sheetnames == [
-        "Summary", "Comparison", "Training method", "Whole run", "Step margins", "Timeline",
-        "Data",
+        "Summary", "Comparison", "Training method", "Whole run", "Step margins", "Whole bill",
+        "Levers",
+        "Timeline", "Data",
     ]  # fmt: skip
     page = _client(requester).get(fine_tuning.get_absolute_url()).content.decode()
     pdf_html = render_to_string("budgets/signoff_pdf.html", context)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
+from typing import Any
+
+import pytest
 
 from planner.svgcharts import (
     HEIGHT,
@@ -17,6 +20,7 @@ from planner.svgcharts import (
     _nice_ceiling,
     cost_versus_days,
     stacked_bars,
+    tornado_svg,
 )
 
 NS = {"svg": "http://www.w3.org/2000/svg"}
@@ -129,3 +133,105 @@ def test_the_legend_wraps_inside_the_chart_width() -> None:
         assert _inside(box, width, height), box
     for index, box in enumerate(legend):
         assert not any(_overlap(box, other) for other in legend[index + 1 :])
+
+
+# --- Tornado ---------------------------------------------------------------------------------
+
+
+def _tornado_input(key: str, label: str, cost: tuple[float, float], days: tuple[float, float],
+                   values: tuple[float, float] = (0.8, 1.25), unit: str = "x") -> dict:  # fmt: skip
+    return {
+        "key": key, "label": label, "unit": unit, "low_value": values[0], "central_value": 1.0,
+        "high_value": values[1], "cost": list(cost), "training_days": list(days),
+        "swing_cost": abs(cost[1] - cost[0]), "swing_days": abs(days[1] - days[0]),
+    }  # fmt: skip
+
+
+#: A sensitivity() result: baseline 1,000,000 USD over 40 days.
+TORNADO: dict[str, Any] = {
+    "baseline": {"training_days": 40.0, "gpu_hours": 400_000.0, "cost": 1_000_000.0},
+    "inputs": [
+        _tornado_input("efficiency", "Achieved <efficiency>", (1_300_000, 760_000), (52, 30.4)),
+        _tornado_input("price", "Price per GPU-hour", (900_000, 1_100_000), (40, 40),
+                       (2.25, 2.75), "per GPU-hour"),
+        _tornado_input("restart_s", "Restart time", (990_000, 1_020_000), (39.6, 40.8),
+                       (300, 1200), "s"),
+        _tornado_input("utilisation", "Cluster utilisation", (1_000_000, 1_000_000), (40, 40),
+                       (1.0, 1.0), "share"),
+    ],
+}  # fmt: skip
+
+
+def _bars(root: ET.Element, side: str) -> list[tuple[float, float]]:
+    """(left, right) of each bar of one side, top row first."""
+    rects = root.findall(f"svg:rect[@class='bar-{side}']", NS)
+    return [
+        (float(r.get("x", "")), float(r.get("x", "")) + float(r.get("width", ""))) for r in rects
+    ]
+
+
+def _baseline_x(root: ET.Element) -> float:
+    [line] = root.findall("svg:line[@class='baseline']", NS)
+    assert line.get("x1") == line.get("x2")
+    return float(line.get("x1", ""))
+
+
+@pytest.mark.parametrize(("metric", "field"), [("cost", "cost"), ("days", "training_days")])
+def test_tornado_bars_are_proportional_to_the_swings(metric: str, field: str) -> None:
+    root = ET.fromstring(tornado_svg(TORNADO, metric=metric))  # noqa: S314 (our own output)
+    centre = _baseline_x(root)
+    baseline = TORNADO["baseline"][field]
+    # Rows sorted by this metric's swing: the price moves no day, so it drops to the end.
+    order = ["efficiency", "price", "restart_s", "utilisation"]
+    if metric == "days":
+        order = ["efficiency", "restart_s", "price", "utilisation"]
+    rows = {item["key"]: item for item in TORNADO["inputs"]}
+    labels = [t.text for t in root.findall("svg:text[@class='input-label']", NS)]
+    assert labels == [rows[key]["label"] for key in order]
+    scale = []
+    for side, at in (("low", 0), ("high", 1)):
+        bars = _bars(root, side)
+        assert len(bars) == len(order)
+        for (left, right), key in zip(bars, order, strict=True):
+            value = rows[key][field][at]
+            # One end on the baseline, the other on the value's side of it.
+            assert (left if value >= baseline else right) == pytest.approx(centre, abs=0.11)
+            if value != baseline:
+                scale.append((right - left) / abs(value - baseline))
+            else:
+                assert right - left == pytest.approx(0, abs=0.11)
+    assert max(scale) == pytest.approx(min(scale), rel=0.01)  # one px per unit everywhere
+    assert len(scale) >= 4
+
+
+def test_tornado_writes_each_inputs_value_beyond_its_bar_end_inside_the_chart() -> None:
+    svg = tornado_svg(TORNADO, currency="EUR")
+    root = ET.fromstring(svg)  # noqa: S314 (our own output)
+    ends = [t.text for t in root.findall("svg:text[@class='end-value']", NS)]
+    # efficiency's low value raises the cost: written on the right of its bar.
+    assert ends[:2] == ["0.80×", "1.25×"]  # noqa: RUF001 (the multiplication sign)
+    assert {"2.25 EUR/GPU-h", "2.75 EUR/GPU-h", "300 s", "1,200 s"} <= set(ends)
+    assert "100 %" in ends  # utilisation fixed at one value: one text, no bar
+    assert "Achieved &lt;efficiency&gt;" in svg
+    width, height = _viewbox(root)
+    boxes = _text_boxes(root)
+    for box in boxes:
+        assert _inside(box, width, height), box
+    for index, box in enumerate(boxes):
+        assert not any(_overlap(box, other) for other in boxes[index + 1 :]), box
+    [efficiency_high] = [t for t in root.findall("svg:text[@class='end-value']", NS)
+                         if t.text == "0.80×"]  # fmt: skip  # noqa: RUF001
+    right = max(r for _, r in _bars(root, "low"))
+    assert float(efficiency_high.get("x", "")) > right
+    assert efficiency_high.get("text-anchor") == "start"
+
+
+def test_tornado_days_chart_says_the_price_has_no_effect() -> None:
+    root = ET.fromstring(tornado_svg(TORNADO, metric="days"))  # noqa: S314 (our own output)
+    assert "no effect" in [t.text for t in root.findall("svg:text[@class='end-value']", NS)]
+    assert "40.0 days" in (root.find("svg:text[@class='baseline-label']", NS).text or "")  # type: ignore[union-attr]
+
+
+def test_tornado_refuses_an_unknown_metric() -> None:
+    with pytest.raises(ValueError, match="metric"):
+        tornado_svg(TORNADO, metric="gpu_hours")

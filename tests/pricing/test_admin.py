@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from pricing.models import Accelerator, PriceBook, PriceEntry, Provider
+from pricing.models import Accelerator, PriceAuditEvent, PriceBook, PriceEntry, Provider
 
 pytestmark = pytest.mark.django_db
 
@@ -149,3 +149,38 @@ def test_admin_lists_every_pricing_model(
     admin_client: Client, draft_book: PriceBook, model: str
 ) -> None:
     assert admin_client.get(f"/admin/pricing/{model}/").status_code == 200
+
+
+def test_an_admin_edit_of_a_draft_entry_is_saved_and_audited(
+    admin_client: Client, draft_book: PriceBook
+) -> None:
+    """The admin's form sets the new values on the instance before ``save_model`` calls the
+    service; the service must compare against the stored row, or nothing is saved (it was:
+    the page said "changed successfully" and 55.04 stayed 55.04)."""
+    entry = draft_book.entries.order_by("pk").first()
+    assert entry is not None
+    page = admin_client.get(f"/admin/pricing/priceentry/{entry.pk}/change/")
+    form = page.context["adminform"].form
+    data = {
+        name: ("" if value is None else value)
+        for name, value in ((name, form[name].value()) for name in form.fields)
+    }
+    data |= {"price_per_instance_hour": "60.00", "price_per_accelerator_hour": "7.5"}
+    response = admin_client.post(f"/admin/pricing/priceentry/{entry.pk}/change/", data)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    entry.refresh_from_db()
+    assert entry.price_per_instance_hour == Decimal("60.00")
+    assert entry.price_per_accelerator_hour == Decimal("7.5")  # 60 / 8 accelerators
+    audit = PriceAuditEvent.objects.filter(subject_type="price_entry", subject_id=entry.pk)
+    assert audit.filter(action="edited").exists()
+
+
+def test_an_admin_edit_of_a_provider_is_saved(admin_client: Client) -> None:
+    provider = Provider.objects.create(slug="acme", name="Acme Cloud", kind="gpu_cloud")
+    response = admin_client.post(
+        f"/admin/pricing/provider/{provider.pk}/change/",
+        {"slug": "acme", "name": "Acme GPU Cloud", "kind": "gpu_cloud", "website": "", "notes": ""},
+    )
+    assert response.status_code == 302
+    provider.refresh_from_db()
+    assert provider.name == "Acme GPU Cloud"

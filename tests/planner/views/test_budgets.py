@@ -585,7 +585,8 @@ def test_the_xlsx_opens_with_its_sheets(submitted: BudgetRequest, approver: User
     )
     book = load_workbook(io.BytesIO(response.content))
     assert book.sheetnames == [
-        "Summary", "Comparison", "Whole run", "Step margins", "Timeline", "Data",
+        "Summary", "Comparison", "Whole run", "Step margins", "Whole bill", "Levers",
+        "Timeline", "Data",
     ]  # fmt: skip
     summary = {row[0]: row[1] for row in book["Summary"].iter_rows(values_only=True)}
     assert summary["Snapshot SHA-256"] == submitted.snapshot_sha256

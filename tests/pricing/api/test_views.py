@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 
 from pricing.api.views import PriceBookViewSet
 from pricing.demo import WORKED_EXAMPLE
-from pricing.models import Accelerator, PriceBook, PriceEntry, Provider
+from pricing.models import Accelerator, PriceBook, PriceEntry, Provider, VendorQuote
 from pricing.services import exchange_rate_create, price_entry_create
 
 pytestmark = pytest.mark.django_db
@@ -363,6 +363,52 @@ def test_api_quotes_flag_expired_ones(
     selectable = admin_api.get("/api/v1/quotes/?selectable_on=2024-06-01").json()
     assert selectable["count"] == 1
     assert admin_api.get("/api/v1/quotes/?selectable_on=2025-01-01").json()["count"] == 0
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"term_months": -678632728}, "term_months"),  # found by schemathesis: was a 500
+        ({"term_months": 601}, "term_months"),
+        ({"term_months": 0}, "term_months"),
+        ({"accelerator_count": 10**12}, "accelerator_count"),
+    ],
+)
+def test_api_quote_numbers_out_of_range_are_a_400(
+    admin_api: APIClient,
+    catalog: dict[str, Accelerator],
+    changes: dict[str, int],
+    field: str,
+) -> None:
+    payload = {
+        "vendor": "Acme",
+        "accelerator": "H100-SXM",
+        "accelerator_count": 64,
+        "price_per_accelerator_hour": "2.00",
+        "currency": "USD",
+        "valid_from": "2024-01-01",
+        "valid_until": "2024-12-31",
+    }
+    created = admin_api.post("/api/v1/quotes/", payload)
+    assert created.status_code == 201
+    response = admin_api.put(
+        f"/api/v1/quotes/{created.json()['id']}/", {**payload, **changes}, format="json"
+    )
+    assert response.status_code == 400, response.json()
+    assert field in str(response.json())
+    assert VendorQuote.objects.get().accelerator_count == 64
+
+
+def test_a_value_beyond_its_column_is_a_400_not_a_500() -> None:
+    """The net under every check: PostgreSQL's "out of range" (a ``DataError``)."""
+    from django.db import DataError
+
+    from planner.lib.api import exception_handler
+
+    response = exception_handler(DataError("smallint out of range"), {})
+    assert response is not None
+    assert response.status_code == 400
+    assert response.data["code"] == "out_of_range"
 
 
 def test_api_schema_documents_the_pricing_endpoints(client: Client, requester: User) -> None:
