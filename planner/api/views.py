@@ -122,7 +122,6 @@ class ScenarioViewSet(PlannerModelViewSet):
     def service_delete(self, instance: Scenario) -> None:
         services.scenario_delete(user=self.request.user, scenario=instance)
 
-    @extend_schema(responses={200: io.ScenarioDocument})
     @extend_schema(
         request=None, responses={201: io.ScenarioOutput, 400: BAD_INPUT, 403: NOT_ALLOWED}
     )
@@ -132,6 +131,7 @@ class ScenarioViewSet(PlannerModelViewSet):
         copy = services.scenario_duplicate(user=request.user, scenario=self.get_object())
         return Response(io.ScenarioOutput(copy).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(responses={200: io.ScenarioDocument})
     @action(detail=True, methods=["get"])
     def export(self, request: Request, pk: str | None = None) -> Response:
         """The scenario as a portable document; ``POST projects/{id}/scenarios/import/``

@@ -139,3 +139,10 @@ def test_the_api_returns_levers_and_applies_one(
     other = api_client(outsider)
     assert other.post(f"/api/v1/runs/{run.pk}/levers/0/apply/").status_code == 404
     assert other.post(f"/api/v1/scenarios/{scenario.pk}/duplicate/").status_code == 404
+
+
+def test_the_schema_documents_apply_and_duplicate_as_201(requester: User) -> None:
+    client: APIClient = api_client(requester)
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    for path in ("/api/v1/runs/{id}/levers/{index}/apply/", "/api/v1/scenarios/{id}/duplicate/"):
+        assert "201" in schema["paths"][path]["post"]["responses"], path
