@@ -332,8 +332,10 @@ def search_scenario(scenario: Mapping[str, Any], capacity: str) -> dict[str, Any
     return {**scenario, "run": run}
 
 
-def _node_size(accelerator: str) -> int:
-    return load_catalog()[accelerator].devices_per_node
+def node_size(accelerator: str, cluster: Mapping[str, Any] | None = None) -> int:
+    """Accelerators per node: the cluster's own ``gpus_per_node``, else the catalog's."""
+    stated = (cluster or {}).get("gpus_per_node")
+    return int(stated) if stated else load_catalog()[accelerator].devices_per_node
 
 
 def plan_chunks(
@@ -347,7 +349,7 @@ def plan_chunks(
     """
     wanted: dict[tuple[str, str], set[int]] = defaultdict(set)
     for option in options:
-        wanted[option.search_key].update(option.sizes(_node_size(option.accelerator)))
+        wanted[option.search_key].update(option.sizes(node_size(option.accelerator)))
     chunks = []
     for (accelerator, capacity), sizes in wanted.items():
         ordered = sorted(sizes)
@@ -424,7 +426,7 @@ def plan_merge(
             found[(result["accelerator"], result["capacity"], point["num_gpus"])] = point
     priced = []
     for index, option in enumerate(options):
-        for size in option.sizes(_node_size(option.accelerator)):
+        for size in option.sizes(node_size(option.accelerator)):
             point = found.get((*option.search_key, size))
             if point is not None:
                 priced.append(_priced(point, option, index))

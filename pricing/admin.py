@@ -360,10 +360,8 @@ class PriceBookAdmin(OrganisationScopedAdmin):
                 messages.success(request, f"Copied '{book.name}' to draft '{copy.name}'.")
 
 
-class PriceEntryForm(forms.ModelForm):
-    class Meta:
-        model = PriceEntry
-        fields = ["book", *ENTRY_FIELDS]
+class DraftBookForm(forms.ModelForm):
+    """A form of a record that belongs to a price book: only draft books are choices."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -373,6 +371,12 @@ class PriceEntryForm(forms.ModelForm):
             # Narrows the admin's choice (the user's drafts), never widens it.
             books = field.queryset if field.queryset is not None else PriceBook.objects.all()
             field.queryset = books.filter(status=PriceBook.Status.DRAFT)
+
+
+class PriceEntryForm(DraftBookForm):
+    class Meta:
+        model = PriceEntry
+        fields = ["book", *ENTRY_FIELDS]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -444,19 +448,10 @@ class PriceEntryAdmin(OrganisationScopedAdmin):
         obj._state.adding = False
 
 
-class UsagePriceForm(forms.ModelForm):
+class UsagePriceForm(DraftBookForm):
     class Meta:
         model = UsagePrice
         fields = ["book", *USAGE_FIELDS]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if "book" in self.fields:
-            field = self.fields["book"]
-            assert isinstance(field, forms.ModelChoiceField)
-            # Narrows the admin's choice (the user's drafts), never widens it.
-            books = field.queryset if field.queryset is not None else PriceBook.objects.all()
-            field.queryset = books.filter(status=PriceBook.Status.DRAFT)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

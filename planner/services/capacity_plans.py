@@ -97,6 +97,9 @@ class CapacityQuestion:
     include_spot: bool = False
     include_quotes: bool = True
     include_onprem: bool = True
+    #: A re-run's record of the scenario first asked about (its id and name), since it
+    #: asks with the frozen ``spec`` instead.
+    asked_scenario: Mapping[str, Any] | None = None
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> CapacityQuestion:
@@ -117,10 +120,13 @@ class CapacityQuestion:
 
     def as_inputs(self) -> dict[str, Any]:
         """JSON of the question as asked: what the page shows and a re-run asks again."""
+        asked = dict(self.asked_scenario or {})
+        if self.scenario is not None:
+            asked = {"scenario": self.scenario.pk, "scenario_name": str(self.scenario)}
         return {
             "model_preset": self.model_preset,
-            "scenario": self.scenario.pk if self.scenario is not None else None,
-            "scenario_name": str(self.scenario) if self.scenario is not None else "",
+            "scenario": asked.get("scenario"),
+            "scenario_name": asked.get("scenario_name", ""),
             "tokens": self.tokens,
             "deadline": self.deadline.isoformat(),
             "budget": None if self.budget is None else str(self.budget),
@@ -268,23 +274,15 @@ def capacity_plan_rerun(*, user: Actor, plan: CapacityPlan) -> CapacityPlan:
         max_gpus=int(inputs["max_gpus"]),
         model_preset=inputs.get("model_preset") or "",
         spec=plan.scenario,
+        tokens=inputs.get("tokens"),
         budget=plan.budget,
         book=book,
         include_spot=bool(inputs.get("include_spot")),
         include_quotes=bool(inputs.get("include_quotes")),
         include_onprem=bool(inputs.get("include_onprem")),
+        asked_scenario={key: inputs.get(key) for key in ("scenario", "scenario_name")},
     )
-    rerun = capacity_plan_create(user=user, question=question, project=plan.project, rerun_of=plan)
-    # The question as first asked (the scenario it came from), not the frozen spec's ids.
-    CapacityPlan.objects.filter(pk=rerun.pk).update(
-        inputs={
-            **rerun.inputs,
-            "scenario": inputs.get("scenario"),
-            "scenario_name": inputs.get("scenario_name", ""),
-        }
-    )
-    rerun.refresh_from_db()
-    return rerun
+    return capacity_plan_create(user=user, question=question, project=plan.project, rerun_of=plan)
 
 
 @transaction.atomic

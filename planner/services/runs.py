@@ -24,12 +24,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate, load_catalog
+from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate
 from estimator.core.levers import levers
 from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from estimator.core.sensitivity import sensitivity
 from planner.bill import input_pipeline, whole_bill
 from planner.budget_figures import budget_figures, cost_of
+from planner.capacity import node_size
 from planner.errors import PlannerError, RunNotRetryable
 from planner.lib.actors import Actor, actor_user
 from planner.lib.heartbeat import gone_quiet, heartbeat
@@ -315,12 +316,6 @@ def run_bill(run: EstimationRun, result: dict[str, Any], budget: dict[str, Any])
         cpu_tokens_per_s_per_node=stated.get("cpu_tokens_per_s_per_node"),
     )
     return bill
-
-
-def node_size(accelerator: str, cluster: dict[str, Any]) -> int:
-    """Accelerators per node: the cluster's own figure, else the catalog's."""
-    stated = cluster.get("gpus_per_node")
-    return int(stated) if stated else load_catalog()[accelerator].devices_per_node
 
 
 def _lever_minimum(price: dict[str, Any], run_gpus: int, lever_gpus: int) -> Decimal | None:

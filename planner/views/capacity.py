@@ -142,7 +142,7 @@ def _chart_data(plan: CapacityPlan, options: list[PricedOption]) -> dict[str, An
 
 def status_data(plan: CapacityPlan) -> dict[str, Any]:
     """The plan's status, in the keys the page's progress bar (progress.js) reads."""
-    done = plan.chunks.filter(status="done").count()
+    done = round(plan.progress * plan.chunks_total)  # progress is done / total
     live = plan.status == PlanStatus.RUNNING
     messages_by_status: dict[str, str] = {
         PlanStatus.QUEUED: "Waiting for a worker…",
