@@ -814,8 +814,9 @@ def search_section(gains: list[SearchGain]) -> list[str]:
         f"median gain is **{statistics.median(values):+.1%}** and the largest "
         f"**{max(values):+.1%}**. A large gain means the search found a layout the published "
         "run did not use, or that the model rates too kindly (usually: no activation "
-        "recomputation where the run recomputed, which the memory model says fits with "
-        "FlashAttention and sequence parallelism; the 2021 runs had neither).",
+        "recomputation where the run recomputed everything, as the 2021 Megatron-LM runs "
+        "did at every size although the memory model says the smaller ones fit without "
+        "it, even with the s x s scores stored).",
         "",
         "| case | stated layout | layout found | stated predicts | found predicts | gain |",
         "| --- | --- | --- | ---: | ---: | ---: |",

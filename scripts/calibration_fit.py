@@ -158,11 +158,16 @@ def balanced_loss(errors: Sequence[float], sources: Sequence[str]) -> float:
 
 
 def nelder_mead(
-    loss: Callable[[np.ndarray], float], start: Sequence[float], iterations: int = 160
+    loss: Callable[[np.ndarray], float],
+    start: Sequence[float] | np.ndarray,
+    iterations: int = 160,
+    steps: Sequence[float] | np.ndarray | None = None,
 ) -> tuple[np.ndarray, float]:
-    """Plain Nelder-Mead (reflection 1, expansion 2, contraction 1/2, shrink 1/2)."""
+    """Plain Nelder-Mead (reflection 1, expansion 2, contraction 1/2, shrink 1/2); the
+    initial simplex steps 0.15 along each coordinate, or ``steps``."""
+    step = np.full(len(start), 0.15) if steps is None else np.asarray(steps, dtype=float)
     points = [np.asarray(start, dtype=float)]
-    points += [points[0] + 0.15 * np.eye(len(start))[i] for i in range(len(start))]
+    points += [points[0] + step[i] * np.eye(len(start))[i] for i in range(len(start))]
     values = [loss(p) for p in points]
     for _ in range(iterations):
         order = np.argsort(values)
@@ -191,6 +196,10 @@ def nelder_mead(
     return points[winner], values[winner]
 
 
+#: Most fresh-simplex restarts of one family's fit.
+RESTARTS = 6
+#: Loss added per unit of log distance outside a field's bounds. [1]
+BOUND_PENALTY = 1.0
 #: Bounds of every fitted field (fractions of a peak; link efficiency may exceed 1 on a
 #: torus, where a collective drives several links at once).
 BOUNDS = {
@@ -225,12 +234,27 @@ def fit_family(
     start = [math.log(begin[n]) for n in names]
     sources = [c.source for c in cases]
 
+    upper = np.log([BOUNDS[n][1] for n in names])
+    lower = np.log([BOUNDS[n][0] for n in names])
+
     def loss(x: np.ndarray) -> float:
         efficiency = _with(prior, names, x)
         errors = [math.log(predict(c, efficiency) / c.measured) for c in cases]
-        return balanced_loss(errors, sources)
+        # Beyond a bound the value is clipped and the loss would be flat there, where the
+        # simplex would settle: the distance outside is added, so it walks back in.
+        outside = np.maximum(x - upper, 0.0) + np.maximum(lower - x, 0.0)
+        return balanced_loss(errors, sources) + BOUND_PENALTY * float(np.sum(outside))
 
-    best, _ = nelder_mead(loss, start)
+    best, value = nelder_mead(loss, np.clip(start, lower, upper))
+    # A simplex can also collapse early in a narrow valley (two fields that trade off, such
+    # as gemm and attention): restart from the best point with a fresh simplex, stepping
+    # inwards from a bound, until a restart no longer improves the loss.
+    for _ in range(RESTARTS):
+        steps = np.where(best >= upper - 1e-12, -0.15, 0.15)
+        again, again_value = nelder_mead(loss, best, steps=steps)
+        if again_value > value - 1e-6:
+            break
+        best, value = again, again_value
     fitted = dataclasses.asdict(_with(prior, names, best))
     return {n: round(float(fitted[n]), 4) for n in names}
 

@@ -26,9 +26,12 @@ from estimator.core import finetune
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
 from estimator.core.constants import (
+    ATTENTION_BACKWARD_FACTOR,
     ATTENTION_SCORE_FORWARD_FLOPS,
+    BACKWARD_TO_FORWARD,
     BITS_PER_BYTE,
     CAUSAL_FRACTION,
+    DROPOUT_MASK_BYTES,
     FLOPS_PER_MULTIPLY_ADD,
     FORWARD_BACKWARD_PASSES,
     FP8_BYTES,
@@ -277,6 +280,72 @@ def attention_forward_time(workload: Workload, tokens: Numeric, tp: Numeric) -> 
         / tp
     )
     return CAUSAL_FRACTION * flops / (workload.peak_attention_flops * workload.efficiency.attention)
+
+
+def unfused_attention_times(
+    workload: Workload, tokens: Numeric, tp: Numeric
+) -> tuple[FloatArray, FloatArray]:
+    """Attention of one layer for one micro-batch without FlashAttention: (forward,
+    backward).
+
+    The score and value matmuls run as batched GEMMs over every s x s score (no causal tile
+    is skipped: the mask is applied to the full scores) at the 16-bit matmul efficiency;
+    the backward runs four of them (dA, dV, dQ, dK). Between them the scores go through
+    memory: forward, the score write, fused scale-mask-softmax read and write, dropout read,
+    write and 1-byte mask where the profile trains with dropout, and the value matmul's
+    read; backward, the probability gradient's write, dropout's read, mask and write, the
+    softmax backward's reads of gradient and probabilities and its write, and the reads of
+    the score gradient and probabilities by the three matmuls that consume them.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants: s, n_heads, n_heads d_head, P_16, eps_gemm, W eps_mem and
+        the framework's ``dropout``.
+    tokens : array_like
+        Tokens of the micro-batch on this device, b s / cp. [tokens]
+    tp : array_like
+        Tensor-parallel size t (heads split over it). [devices]
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Forward and backward times. [s]
+
+    References
+    ----------
+    Korthikanti et al. 2022, section 4.1 (the 5 a s / h bytes per token of softmax output,
+    dropout mask and output that unfused attention stores); Dao et al. 2022, section 1 (the
+    memory traffic FlashAttention removes).
+    """
+    model = workload.model
+    tokens = np.asarray(tokens, dtype=np.float64)
+    flops = ATTENTION_SCORE_FORWARD_FLOPS * tokens * model.seq_len * model.attention_width / tp
+    rate = workload.peak_attention_flops * workload.efficiency.gemm
+    scores = tokens * model.seq_len * model.num_attention_heads / tp
+    value = HALF_PRECISION_BYTES
+    dropout = workload.framework.dropout
+    mask = DROPOUT_MASK_BYTES if dropout else 0.0
+    forward_bytes = value * (4.0 + (2.0 if dropout else 0.0)) + mask
+    backward_bytes = value * (7.0 + (2.0 if dropout else 0.0)) + mask
+    memory_rate = _memory_rate(workload)
+    forward = flops / rate + scores * forward_bytes / memory_rate
+    backward = BACKWARD_TO_FORWARD * flops / rate + scores * backward_bytes / memory_rate
+    return forward, backward
+
+
+def attention_times(
+    workload: Workload, tokens: Numeric, tp: Numeric
+) -> tuple[FloatArray, FloatArray]:
+    """Attention of one layer for one micro-batch: (forward, backward). [s]
+
+    FlashAttention (:func:`attention_forward_time`, backward 2.5 x forward) where the
+    framework profile has it, else :func:`unfused_attention_times`.
+    """
+    if workload.framework.flash_attention:
+        forward = attention_forward_time(workload, tokens, tp)
+        return forward, ATTENTION_BACKWARD_FACTOR * forward
+    return unfused_attention_times(workload, tokens, tp)
 
 
 def elementwise_values_per_token(

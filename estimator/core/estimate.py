@@ -127,6 +127,12 @@ def _fit_warnings(workload: Workload, results: LayoutResults) -> list[str]:
             f"{framework.memory_headroom:.0%} headroom {framework.name} runs keep for "
             "fragmentation and peak transients; expect out-of-memory errors"
         )
+    if not framework.flash_attention:
+        notes.append(
+            f"estimated on {framework.name}: attention writes, soft-maxes and re-reads every "
+            "s x s score; today's stacks train in bf16 with FlashAttention (set precision to "
+            "bf16, or framework to 'megatron-lm' to keep fp16 on today's kernels)"
+        )
     family = workload.spec.family
     if not efficiency_for(family).fitted:
         notes.append(

@@ -48,6 +48,16 @@ class FrameworkProfile:
         Whether tensor-parallel collectives can overlap the matmuls (inside a node).
     compiler_remat : bool
         Whether the compiler rematerialises activations that do not fit (XLA).
+    flash_attention : bool
+        Whether attention runs as one fused kernel that never stores the s x s scores
+        (FlashAttention, Dao et al. 2022); without it the scores are written, soft-maxed and
+        read back through memory and kept for the backward unless recomputed.
+    sequence_parallel : bool
+        Whether the search splits the LayerNorm/dropout activations over the tensor-parallel
+        group (Korthikanti et al. 2022); a stated layout's flag is taken as given.
+    dropout : bool
+        Whether the models it trains use dropout (attention and hidden): masks are stored
+        and applied in both passes.
     methods : tuple of str
         ``training.method.type`` values it trains (full, LoRA, QLoRA).
     freezing : bool
@@ -70,6 +80,9 @@ class FrameworkProfile:
     memory_headroom: float = 0.10
     tp_overlap: bool = True
     compiler_remat: bool = False
+    flash_attention: bool = True
+    sequence_parallel: bool = True
+    dropout: bool = False
     methods: tuple[str, ...] = ("full",)
     freezing: bool = True
     optimizers: tuple[str, ...] = ("adamw",)
@@ -98,6 +111,8 @@ class FrameworkProfile:
                 "offload": list(self.offload),
                 "tp_overlap": self.tp_overlap,
                 "compiler_remat": self.compiler_remat,
+                "flash_attention": self.flash_attention,
+                "sequence_parallel": self.sequence_parallel,
                 "methods": list(self.methods),
                 "freezing": self.freezing,
                 "optimizers": list(self.optimizers),
@@ -174,12 +189,71 @@ PROFILES: dict[str, FrameworkProfile] = {
             methods=("full", "lora", "qlora"),
             optimizers=("adamw", "adamw8bit", "adafactor", "sgd", "lion"),
         ),
+        # Megatron-LM as of Narayanan et al. 2021, the stack of the fp16 runs of 2021-22:
+        # attention as two batched matmuls around a fused scale-mask-softmax kernel with
+        # dropout (no FlashAttention, Dao et al. 2022), no sequence parallelism and no
+        # selective recomputation (both Korthikanti et al. 2022), no distributed optimizer
+        # (2022), no context parallelism, no fp8, no TP overlap; 1F1B and interleaved
+        # pipelines. Resolved for "auto" when an NVIDIA GPU that has bf16 trains in fp16
+        # (see :func:`auto_profiles`); a stated layout it does not run (ZeRO, selective
+        # recomputation) goes to today's profiles.
+        FrameworkProfile(
+            id="megatron-lm-2021",
+            name="Megatron-LM 2021 (fp16, no FlashAttention)",
+            context_parallel=False,
+            zero_stages=(0,),
+            offload=("none",),
+            recompute=("none", "full"),
+            fp8=False,
+            tp_overlap=False,
+            flash_attention=False,
+            sequence_parallel=False,
+            dropout=True,
+            optimizers=("adamw", "sgd"),
+        ),
     )
 }
 #: What "auto" means per accelerator family; families not listed get Megatron-LM.
 DEFAULT_BY_FAMILY = {"google-tpu": "maxtext"}
 DEFAULT_FRAMEWORK = "megatron-lm"
 FRAMEWORK_CHOICES = ("auto", *PROFILES)
+#: The stack "auto" means for fp16 mixed precision on an NVIDIA GPU that has a bf16 peak
+#: (Ampere and later): every mainstream LLM framework trains in bf16 there since 2022, and
+#: the published fp16 runs on such GPUs (Megatron-LM 2021, OPT, GLM-130B, GPT-NeoX) ran
+#: without FlashAttention and sequence parallelism. Not for AMD: ROCm stacks kept fp16
+#: longer, with FlashAttention (ORNL's 2023 Frontier runs).
+LEGACY_FP16_FRAMEWORK = "megatron-lm-2021"
+LEGACY_FP16_FAMILY_PREFIX = "nvidia-"
+#: Profiles "auto" never falls back to for a scenario outside the legacy rule.
+_NOT_A_FALLBACK = frozenset({LEGACY_FP16_FRAMEWORK})
+
+
+def auto_profiles(family: str, precision: str, has_bf16: bool) -> list[FrameworkProfile]:
+    """The profiles ``"auto"`` tries for a scenario, in order; the first that runs it wins.
+
+    Parameters
+    ----------
+    family : str
+        The accelerator's efficiency family: TPUs run MaxText only; the fp16 rule is for
+        NVIDIA families.
+    precision : str
+        ``training.precision``.
+    has_bf16 : bool
+        Whether the accelerator has a bf16 peak.
+
+    Returns
+    -------
+    list of FrameworkProfile
+        fp16 on an NVIDIA GPU with bf16: the 2021 stack first, then the family default and
+        the rest; otherwise the family default, then the other current GPU profiles.
+    """
+    default = profile_for("auto", family)
+    if family in DEFAULT_BY_FAMILY:
+        return [default]
+    current = [p for p in PROFILES.values() if p is not default and p.id not in _NOT_A_FALLBACK]
+    if precision == "fp16" and has_bf16 and family.startswith(LEGACY_FP16_FAMILY_PREFIX):
+        return [PROFILES[LEGACY_FP16_FRAMEWORK], default, *current]
+    return [default, *current]
 
 
 def profile_for(name: str, family: str) -> FrameworkProfile:

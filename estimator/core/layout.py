@@ -18,7 +18,6 @@ from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
 from estimator.core.constants import (
     ALL_REDUCE_PHASES,
-    ATTENTION_BACKWARD_FACTOR,
     BACKWARD_TO_FORWARD,
     CP_EXCHANGES_BACKWARD,
     CP_EXCHANGES_FORWARD,
@@ -166,9 +165,10 @@ def _micro_batch(
     """Forward, backward, recompute and attention times of one micro-batch on the most
     loaded stage, in forward-pass units: a matmul's backward is its input gradient plus,
     where the weight trains, its weight gradient (Narayanan et al. 2021, backward = 2 x
-    forward); FlashAttention's backward is 2.5 x its forward (Dao 2023). [s]"""
+    forward); FlashAttention's backward is 2.5 x its forward (Dao 2023), unfused attention's
+    four matmuls and softmax backward (:func:`compute.unfused_attention_times`). [s]"""
     gemm_flop, gemm_byte = compute.layer_gemm_time(workload, tokens, layouts.tp, layouts.ep)
-    attention = compute.attention_forward_time(workload, tokens, layouts.tp)
+    attention, attention_backward = compute.attention_times(workload, tokens, layouts.tp)
     forward_elem = compute.elementwise_time(
         workload, tokens, layouts.tp, layouts.sequence_parallel, "forward"
     )
@@ -189,11 +189,7 @@ def _micro_batch(
     adapters = adapter_flop + adapter_byte
     forward_layer = gemm_flop + gemm_byte + attention + forward_elem + adapters + dequantize
     backward_layer = gemm_backward * (gemm_flop + gemm_byte) + through * (
-        ATTENTION_BACKWARD_FACTOR * attention
-        + backward_elem
-        + BACKWARD_TO_FORWARD * adapters
-        + dequantize
-        + overhead
+        attention_backward + backward_elem + BACKWARD_TO_FORWARD * adapters + dequantize + overhead
     )
     recompute_layer = through * np.where(
         layouts.recompute == memory.FULL_RECOMPUTE,
@@ -224,7 +220,7 @@ def _micro_batch(
             + head_backward * (head_flop + head_byte) / FORWARD_BACKWARD_PASSES
         ),
         recompute=balance * layers * recompute_layer,
-        attention=layers * (1 + through * ATTENTION_BACKWARD_FACTOR) * attention,
+        attention=layers * (attention + through * attention_backward),
         memory_bound=layers * memory_layer + head_byte,
     )
 
@@ -433,6 +429,8 @@ def _stage_memory(
         workload.efficiency.logits_bytes,
         stage,
         workload.method,
+        workload.framework.flash_attention,
+        workload.framework.dropout,
     ) * finetune.backward_layer_share(workload.model, workload.method)
     tensors = weights + gradients + optimizer + activations
     efficiency = workload.efficiency
@@ -495,6 +493,8 @@ def _offload_times(
             layouts.sequence_parallel,
             layouts.recompute,
             workload.activation_bytes,
+            workload.framework.flash_attention,
+            workload.framework.dropout,
         )
         copy = np.where(layouts.activation_offload > 0, saved / link, 0.0)
         per_micro_batch = comms.exposed_time(

@@ -98,6 +98,10 @@ def _reason(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> s
             f"step {before['step_time_s']:.3g} s -> {after['step_time_s']:.3g} s; "
             f"memory {_memory(before):.1f} -> {_memory(after):.1f} GiB per device"
         )
+    if after["framework"]["id"] != before["framework"]["id"]:
+        # "auto" resolves per scenario: fp16 -> bf16, or a recompute mode the 2021 stack
+        # lacks, moves the estimate onto another framework (and its attention kernel).
+        text += f"; runs on {after['framework']['name']} instead of {before['framework']['name']}"
     if not after["fits_in_memory"]:
         text += (
             f"; does not fit: needs {_memory(after):.1f} GiB of "

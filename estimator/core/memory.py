@@ -615,6 +615,8 @@ def activation_bytes(
     bytes_per_logit: float = 4.0,
     stage: str = "first",
     method: MethodConfig = finetune.FULL,
+    flash_attention: bool = True,
+    dropout: bool = False,
 ) -> FloatArray:
     """Peak activation memory of a pipeline ``stage``.
 
@@ -650,6 +652,8 @@ def activation_bytes(
         One of :data:`STAGES`.
     method : MethodConfig
         Training method (adapter activations).
+    flash_attention, dropout : bool
+        The framework's attention kernel and dropout (:func:`activation_bytes_per_layer`).
 
     Returns
     -------
@@ -664,12 +668,28 @@ def activation_bytes(
     layers = stage_layers(model.num_layers, pp, stage)
     rank = stage_index(stage, pp)
     per_layer = activation_bytes_per_layer(
-        model, tokens, tp, sequence_parallel, recompute, bytes_per_value, method=method
+        model,
+        tokens,
+        tp,
+        sequence_parallel,
+        recompute,
+        bytes_per_value,
+        flash_attention,
+        dropout,
+        method,
     )
     working = np.where(
         np.asarray(recompute) == FULL_RECOMPUTE,
         activation_bytes_per_layer(
-            model, tokens, tp, sequence_parallel, NO_RECOMPUTE, bytes_per_value, method=method
+            model,
+            tokens,
+            tp,
+            sequence_parallel,
+            NO_RECOMPUTE,
+            bytes_per_value,
+            flash_attention,
+            dropout,
+            method,
         ),
         0.0,
     )
@@ -689,6 +709,8 @@ def offloaded_activation_bytes(
     sequence_parallel: Numeric,
     recompute: Numeric,
     bytes_per_value: float = 2.0,
+    flash_attention: bool = True,
+    dropout: bool = False,
 ) -> FloatArray:
     """Saved activations of one micro-batch on the busiest stage, the volume an activation
     offload copies to the host in the forward pass and back in the backward pass.
@@ -707,6 +729,8 @@ def offloaded_activation_bytes(
         0 none, 1 selective, 2 full.
     bytes_per_value : float
         Bytes of one activation value. [B]
+    flash_attention, dropout : bool
+        The framework's attention kernel and dropout (:func:`activation_bytes_per_layer`).
 
     Returns
     -------
@@ -715,7 +739,7 @@ def offloaded_activation_bytes(
     """
     layers = layers_per_stage(model.num_layers, pp)
     per_layer = activation_bytes_per_layer(
-        model, tokens, tp, sequence_parallel, recompute, bytes_per_value
+        model, tokens, tp, sequence_parallel, recompute, bytes_per_value, flash_attention, dropout
     )
     return layers * per_layer
 

@@ -17,7 +17,8 @@ rules that involve only the model):
   (``cp_balanced``).
 * ``ep``: 1 for dense models; divisors of ``num_experts`` for MoE (``ep_divides_experts``).
 * ``micro_batch_size``: divisors of ``global_batch_size``.
-* ZeRO stage 0-3, recompute none/selective/full, sequence parallelism whenever tp > 1.
+* ZeRO stage 0-3, recompute none/selective/full, sequence parallelism whenever tp > 1 and
+  the profile has it.
 * ``virtual_stages``: 1 (1F1B) or v > 1 (interleaved), from the divisors of ``num_layers``,
   ``num_layers + 1`` and ``num_layers + 2``.
 
@@ -235,7 +236,9 @@ def _structural_slice(scenario: Scenario, start: int, stop: int) -> _Slice:
     return _Slice(flat[keep], kept, rejected)
 
 
-def layouts_from_columns(columns: Mapping[str, IntArray]) -> Layouts:
+def layouts_from_columns(
+    columns: Mapping[str, IntArray], sequence_parallel: bool = True
+) -> Layouts:
     """The :class:`Layouts` of integer grid columns (sequence parallel whenever tp > 1).
 
     Parameters
@@ -258,13 +261,15 @@ def layouts_from_columns(columns: Mapping[str, IntArray]) -> Layouts:
         micro_batch_size=floats["micro_batch_size"],
         zero_stage=floats["zero_stage"],
         recompute=floats["recompute"],
-        sequence_parallel=floats["tp"] > 1,
+        sequence_parallel=(floats["tp"] > 1) & sequence_parallel,
         virtual_stages=floats["virtual_stages"],
         activation_offload=0.0,
     )
 
 
-def layout_config(columns: Mapping[str, IntArray], row: int) -> ParallelismConfig:
+def layout_config(
+    columns: Mapping[str, IntArray], row: int, sequence_parallel: bool = True
+) -> ParallelismConfig:
     """Row ``row`` of the grid columns as an explicit :class:`ParallelismConfig`.
 
     Parameters
@@ -289,7 +294,7 @@ def layout_config(columns: Mapping[str, IntArray], row: int) -> ParallelismConfi
         micro_batch_size=value["micro_batch_size"],
         zero_stage=value["zero_stage"],
         recompute=RECOMPUTE_MODES[value["recompute"]],
-        sequence_parallel=value["tp"] > 1,
+        sequence_parallel=value["tp"] > 1 and sequence_parallel,
         pipeline_schedule="interleaved" if value["virtual_stages"] > 1 else "1f1b",
         virtual_stages=value["virtual_stages"],
     )
@@ -309,7 +314,8 @@ def _evaluate(workload: Workload, columns: Mapping[str, IntArray]) -> _Evaluated
     for start in range(0, count, CHUNK_LAYOUTS):
         part = {k: v[start : start + CHUNK_LAYOUTS] for k, v in columns.items()}
         with np.errstate(all="ignore"):
-            results = evaluate_layouts(workload, layouts_from_columns(part))
+            layouts = layouts_from_columns(part, workload.framework.sequence_parallel)
+            results = evaluate_layouts(workload, layouts)
         stop = start + len(part["tp"])
         per_token[start:stop] = results.step_time / results.tokens_per_step
         memory[start:stop] = results.total_memory
@@ -339,9 +345,13 @@ def _estimate_rows(
     scenario: Scenario, columns: Mapping[str, IntArray], rows: IntArray
 ) -> list[dict[str, Any]]:
     """Full ``estimate`` outputs of some rows, through estimate's own code path."""
+    profile = profile_for(scenario.framework, scenario.cluster.spec.family)
     return [
         estimate_scenario(
-            dataclasses.replace(scenario, parallelism=layout_config(columns, int(row)))
+            dataclasses.replace(
+                scenario,
+                parallelism=layout_config(columns, int(row), profile.sequence_parallel),
+            )
         )
         for row in rows
     ]

@@ -14,7 +14,7 @@ from typing import Any
 from estimator.core import layout_rules as rules
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
-from estimator.core.frameworks import PROFILES, FrameworkProfile, profile_for
+from estimator.core.frameworks import FrameworkProfile, auto_profiles, profile_for
 from estimator.core.measurement import measurement_parse
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
@@ -472,24 +472,24 @@ def _with_framework(scenario: Scenario) -> Scenario:
     """The scenario with ``framework`` resolved to a profile that runs it.
 
     A named framework must run the layout and the training options (ScenarioError
-    otherwise). ``"auto"`` is the family's default profile when it runs them, else the
-    first profile (Megatron-LM, torchtitan, DeepSpeed, MaxText) that does: a contract-valid
-    scenario (ZeRO-2, full offload...) is never refused for a framework nobody named.
+    otherwise). ``"auto"`` is the first of :func:`~estimator.core.frameworks.auto_profiles`
+    that runs them (the family's default, or the 2021 stack for fp16 on a GPU with bf16,
+    then the other GPU profiles): a contract-valid scenario (ZeRO-2, full offload...) is
+    never refused for a framework nobody named.
     """
     family = scenario.cluster.spec.family
     if scenario.framework != "auto":
         _check_runs(scenario, profile_for(scenario.framework, family))
         return scenario
-    default = profile_for("auto", family)
-    # TPUs run MaxText only; GPUs may fall back to any other GPU profile.
-    others = [] if family == TPU_FAMILY else [p for p in PROFILES.values() if p is not default]
-    for profile in [default, *others]:
+    spec = scenario.cluster.spec
+    candidates = auto_profiles(family, scenario.training.precision, "bf16" in spec.peak_tflops)
+    for profile in candidates:
         try:
             _check_runs(scenario, profile)
         except ScenarioError:
             continue
         return dataclasses.replace(scenario, framework=profile.id)
-    _check_runs(scenario, default)  # raises, naming the key the default profile refuses
+    _check_runs(scenario, profile_for("auto", family))  # raises, naming what the default refuses
     return scenario
 
 
@@ -516,7 +516,8 @@ def check_framework(
     Raises
     ------
     ScenarioError
-        The first axis, schedule or ZeRO stage the framework does not run.
+        The first axis, schedule, ZeRO stage or recomputation mode the framework does not
+        run.
     """
     name = f"framework {profile.id!r}"
     for axis in ("tp", "pp", "cp", "ep"):
@@ -528,6 +529,11 @@ def check_framework(
         _fail(
             "parallelism.zero_stage",
             f"{name} offers stages {list(profile.zero_stages)}, got {layout.zero_stage}",
+        )
+    if layout.recompute not in profile.recompute:
+        _fail(
+            "parallelism.recompute",
+            f"{name} offers {list(profile.recompute)}, got {layout.recompute!r}",
         )
 
 

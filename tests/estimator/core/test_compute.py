@@ -157,6 +157,41 @@ def test_attention_forward_time_is_half_the_non_causal_flops_at_attention_effici
 
 
 @pytest.mark.parametrize(
+    ("dropout", "forward_bytes", "backward_bytes"),
+    [
+        # forward: score write, softmax read + write, value matmul read (4 x 2 B); dropout
+        # adds a read, a write and the 1-byte mask. Backward: gradient write, softmax
+        # backward reads (gradient, probabilities) and write, three matmul reads (7 x 2 B);
+        # dropout again adds 2 x 2 B + 1 B.
+        (False, 8.0, 14.0),
+        (True, 13.0, 19.0),
+    ],
+)
+def test_unfused_attention_moves_every_score_through_memory(
+    dropout: bool, forward_bytes: float, backward_bytes: float
+) -> None:
+    """Without FlashAttention: 4 T s (n_heads d_head) / t non-causal matmul FLOPs at the
+    16-bit peak times eps_gemm (backward twice that), plus T n_heads s / t scores through
+    memory at W eps_mem."""
+    tokens, tp = 2048.0, 2.0
+    base = make_workload()
+    workload = dataclasses.replace(
+        base, framework=dataclasses.replace(base.framework, flash_attention=False, dropout=dropout)
+    )
+    flops = 4 * tokens * 2048 * 4096 / tp
+    scores = tokens * 32 * 2048 / tp
+    forward, backward = compute.attention_times(workload, tokens, tp)
+    assert_allclose(forward, flops / (PEAK_16 * 0.5) + scores * forward_bytes / MEMORY_RATE)
+    assert_allclose(backward, 2 * flops / (PEAK_16 * 0.5) + scores * backward_bytes / MEMORY_RATE)
+
+
+def test_attention_times_with_flash_attention_is_the_kernel_and_its_backward() -> None:
+    forward, backward = compute.attention_times(make_workload(), 2048.0, 2.0)
+    assert_allclose(forward, compute.attention_forward_time(make_workload(), 2048.0, 2.0))
+    assert_allclose(backward, 2.5 * forward)
+
+
+@pytest.mark.parametrize(
     ("model", "tp", "sequence_parallel", "passes", "expected"),
     [
         # forward: 10 h (two LayerNorms, two residual adds) + 2 f, gated 3 f

@@ -17,7 +17,7 @@ from estimator.core.layout import Layouts, evaluate_layouts
 from estimator.core.search import grid_axes
 from estimator.core.workload import build_workload
 
-from .scenarios import GPT3_175B, SMALL, scenario
+from .scenarios import GPT3_175B, GPT3_175B_MODEL, SMALL, scenario
 from .test_cli import run
 
 TPU = {"accelerator": "TPU-v5p", "num_gpus": 16}
@@ -27,7 +27,14 @@ GPT3_8K_AUTO = scenario(GPT3_AUTO, model={"seq_len": 8192})
 
 
 def test_profiles_known_and_auto_defaults() -> None:
-    assert set(PROFILES) == {"megatron-lm", "torchtitan", "deepspeed", "maxtext", "hf-peft"}
+    assert set(PROFILES) == {
+        "megatron-lm",
+        "torchtitan",
+        "deepspeed",
+        "maxtext",
+        "hf-peft",
+        "megatron-lm-2021",
+    }
     assert profile_for("auto", "google-tpu").id == "maxtext"
     for family in ("nvidia-hopper", "nvidia-ampere", "amd-cdna3", "intel-gaudi"):
         assert profile_for("auto", family).id == "megatron-lm"
@@ -61,6 +68,12 @@ def test_unknown_framework_names_the_key() -> None:
         ),
         # Megatron-LM: distributed optimizer (1) or FSDP (3), no ZeRO-2; explicit or "auto".
         ({"framework": "megatron-lm", "parallelism": {"zero_stage": 2}}, "parallelism.zero_stage"),
+        # the 2021 stack has full recomputation only (selective came with Korthikanti 2022)
+        ({"framework": "megatron-lm-2021",
+          "parallelism": {"recompute": "selective", "zero_stage": 0}}, "parallelism.recompute"),
+        # ... and no distributed optimizer (Megatron-LM added it in 2022)
+        ({"framework": "megatron-lm-2021", "parallelism": {"recompute": "full"}},
+         "parallelism.zero_stage"),
         ({"framework": "torchtitan", "parallelism": {"zero_stage": 1}}, "parallelism.zero_stage"),
         ({"framework": "torchtitan", "parallelism": {"zero_stage": 3},
           "training": {"offload": "optimizer"}}, "training.offload"),
@@ -227,3 +240,109 @@ def test_auto_framework_resolves_to_the_first_profile_that_runs_the_scenario(
     parsed = validate_scenario(scenario(GPT3_175B, **changes))
     assert parsed.framework == resolved
     assert estimate(scenario(GPT3_175B, **changes))["framework"]["id"] == resolved
+
+
+# --- "auto" for fp16 on GPUs with bf16: the 2021 stack ------------------------------------
+
+GPT3_FP16 = scenario(GPT3_175B, training={"precision": "fp16"})
+
+
+@pytest.mark.parametrize(
+    ("changes", "framework"),
+    [
+        ({}, "megatron-lm-2021"),
+        ({"parallelism": "auto"}, "megatron-lm-2021"),
+        # bf16 on the same GPU: today's stack
+        ({"training": {"precision": "bf16"}}, "megatron-lm"),
+        # V100 has no bf16: fp16 is what any stack trains in there
+        ({"cluster": {"accelerator": "V100-32GB-SXM"}, "parallelism": "auto"}, "megatron-lm"),
+        # ROCm stacks kept fp16 with FlashAttention (ORNL 2023): today's profile
+        ({"cluster": {"accelerator": "MI250X", "num_gpus": 1024}}, "megatron-lm"),
+        # the 2021 stack has no selective recomputation and no ZeRO: the next profile
+        ({"parallelism": {"recompute": "selective"}}, "megatron-lm"),
+        ({"parallelism": {"zero_stage": 1}}, "megatron-lm"),
+        # named: taken as named
+        ({"framework": "megatron-lm"}, "megatron-lm"),
+    ],
+)
+def test_auto_framework_for_fp16_on_a_bf16_gpu_is_the_2021_stack(
+    changes: dict, framework: str
+) -> None:
+    layout = {**GPT3_FP16["parallelism"], "recompute": "full", "zero_stage": 0}
+    base = dict(GPT3_FP16, parallelism=layout)
+    assert validate_scenario(scenario(base, **changes)).framework == framework
+
+
+def test_the_2021_stack_searches_without_selective_recompute_sp_or_cp() -> None:
+    data = scenario(GPT3_FP16, parallelism="auto", model={"seq_len": 8192})
+    grid = axes(data)
+    assert grid["cp"] == [1]
+    assert set(grid["recompute"]) == {0, 2}  # none, full
+    found = search(data, top_k=5)
+    assert found["results"]
+    for row in found["results"]:
+        assert any("FlashAttention" in note for note in row["warnings"])
+        assert row["parallelism"]["sequence_parallel"] is False
+        assert row["parallelism"]["recompute"] in ("none", "full")
+        assert row["framework"]["id"] == "megatron-lm-2021"
+
+
+#: Narayanan et al. 2021 (arXiv 2104.04473), table 1: GPT 1.7B (24 layers, h 2304, 24 heads)
+#: on 32 A100s at 137 TFLOP/s and GPT 1T (128 layers, h 25600, 160 heads) on 3,072 at 163,
+#: both with full recomputation in fp16 (the paper's FLOPs per token count the recompute:
+#: 96 l h^2 (1 + s/6h + V/16lh) per sequence token, batch 512 and 3,072).
+NARAYANAN_T1 = [
+    ({"num_layers": 24, "hidden_size": 2304, "num_attention_heads": 24}, 32,
+     {"tp": 1, "pp": 1, "dp": 32}, 512, 137.0),
+    ({"num_layers": 128, "hidden_size": 25600, "num_attention_heads": 160}, 3072,
+     {"tp": 8, "pp": 64, "dp": 6}, 3072, 163.0),
+]  # fmt: skip
+
+
+def _narayanan_ratio(framework: str | None, shape: dict, gpus: int, layout: dict,
+                     batch: int, measured_tflops: float) -> float:  # fmt: skip
+    model = {**GPT3_175B_MODEL, **shape}
+    h, layers, s, v = model["hidden_size"], model["num_layers"], 2048, 51200
+    flops_per_token = 96 * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h)) / s
+    measured = measured_tflops * 1e12 / flops_per_token
+    data = scenario(
+        GPT3_FP16,
+        model=shape,
+        training={"global_batch_size": batch},
+        cluster={"num_gpus": gpus},
+        parallelism={**layout, "micro_batch_size": 1, "zero_stage": 0, "recompute": "full",
+                     "sequence_parallel": False},
+    )  # fmt: skip
+    if framework is not None:
+        data["framework"] = framework
+    return float(estimate(data)["tokens_per_s_per_gpu"]) / measured
+
+
+def test_unfused_attention_explains_why_small_models_ran_further_from_peak_in_2021() -> None:
+    """The 1.7B model's attention is a far larger share of its step than the 1T model's:
+    with the 2021 stack the two predictions err alike (within 12 % of each other), while
+    FlashAttention would put the 1.7B model more than 20 % further above its measurement
+    than the 1T model. The measurements are the paper's; the ratio holds whatever the
+    fitted efficiencies."""
+    small, large = NARAYANAN_T1
+    legacy = _narayanan_ratio(None, *small) / _narayanan_ratio(None, *large)
+    flash = _narayanan_ratio("megatron-lm", *small) / _narayanan_ratio("megatron-lm", *large)
+    assert abs(legacy - 1.0) < 0.12
+    assert flash > 1.2
+
+
+def test_the_2021_stack_keeps_the_scores_and_dropout_masks_korthikanti_counts() -> None:
+    """Korthikanti et al. 2022, table 2: without FlashAttention a layer keeps
+    s b h (34 + 5 a s / h) bytes (no parallelism, no recomputation); today's profile keeps
+    s b h 32 (no scores, no dropout masks). The difference per layer is s b (2 h + 5 a s)."""
+    layout = {"tp": 1, "pp": 1, "dp": 1024, "micro_batch_size": 1, "zero_stage": 0,
+              "recompute": "none", "sequence_parallel": False}  # fmt: skip
+    small = scenario(GPT3_FP16, model={"num_layers": 4, "hidden_size": 2048,
+                                       "num_attention_heads": 16}, parallelism=layout)  # fmt: skip
+    legacy = estimate(small)
+    today = estimate(scenario(small, framework="megatron-lm"))
+    assert legacy["framework"]["id"] == "megatron-lm-2021"
+    s, b, h, a, layers = 2048, 1, 2048, 16, 4
+    expected = layers * s * b * (2 * h + 5 * a * s) / 2**30
+    extra = legacy["memory_per_gpu_gib"]["activations"] - today["memory_per_gpu_gib"]["activations"]
+    assert extra == pytest.approx(expected, rel=1e-9)

@@ -110,6 +110,22 @@ def test_the_reason_quotes_the_model() -> None:
     assert "does not fit" in lever["reason"] or lever["fits_in_memory"]
 
 
+def test_a_lever_that_moves_the_run_to_another_framework_says_so() -> None:
+    """fp16 on A100s runs on the 2021 stack (no FlashAttention, no selective recompute); a
+    lever to bf16 or to selective recomputation resolves to today's Megatron-LM, and its
+    reason says so rather than crediting the whole change to the lever."""
+    scenario = _gpt3(zero_stage=0)
+    scenario["training"]["precision"] = "fp16"
+    found = {lever["change"]: lever for lever in levers(scenario)["levers"]}
+    assert estimate(scenario)["framework"]["id"] == "megatron-lm-2021"
+    for change in ("precision: fp16 -> bf16", "recompute: full -> selective"):
+        assert found[change]["scenario"].get("framework", "auto") == "auto"
+        assert found[change]["reason"].endswith(
+            "runs on Megatron-LM instead of Megatron-LM 2021 (fp16, no FlashAttention)"
+        )
+    assert "runs on" not in found["recompute: full -> none"]["reason"]
+
+
 def test_applying_the_best_levers_raises_a_naive_runs_mfu() -> None:
     """A naive GPT-3 175B layout (micro-batch 1, full recomputation, 1F1B, fp16): taking the
     best fitting lever while one saves GPU-hours only ever raises MFU."""
