@@ -3,7 +3,8 @@
 The project trains Llama 3 70B on 2 T tokens and compares three ways to pay for it, like for
 like on clusters of the same size: 256 A100s at GCP list price, 256 H100s under the example
 vendor quote (which covers up to 256), and 256 TPU v5p chips at GCP list price. Each fits the
-model in its memory; only the H100s finish before the project's deadline.
+model in its memory; only the H100s finish before the project's deadline (the TPU v5p chips
+cost less but finish late), so the demo's budget request is for the H100s.
 Idempotent: a second load adds nothing.
 """
 
@@ -111,25 +112,35 @@ def planner_demo_load() -> list[str]:
         f"Demo project '{DEMO_PROJECT}': created with {len(scenarios)} scenarios, "
         "each estimated (or queued for a worker when Redis is configured)."
     ]
-    return lines + _budget_request(maya, [EstimationRun.objects.get(pk=r.pk) for r in runs])
+    refreshed = [EstimationRun.objects.get(pk=r.pk) for r in runs]
+    return lines + _budget_request(maya, refreshed, project)
 
 
-def _budget_request(maya: User, runs: list[EstimationRun]) -> list[str]:
-    """Submit a budget request on the cheapest run, so finn finds one awaiting approval."""
+def _budget_request(maya: User, runs: list[EstimationRun], project: Project) -> list[str]:
+    """Submit a budget request on the cheapest run that finishes by the project's deadline
+    (at P50; the cheapest of all when none does), so finn finds one awaiting approval."""
     finished = [run for run in runs if run.status == RunStatus.SUCCEEDED and run.budget]
     if len(finished) < len(runs):
         return ["Demo budget request: skipped (the runs are still with the Celery workers)."]
-    cheapest = min(finished, key=lambda run: Decimal(run.budget["cost"]["p50"]))  # type: ignore[index]
+    assert project.deadline is not None
+    days_left = (project.deadline - timezone.localdate()).days
+
+    def p50(run: EstimationRun, figure: str) -> float:
+        return float(run.budget[figure]["p50"])  # type: ignore[index]
+
+    on_time = [run for run in finished if p50(run, "training_days") <= days_left] or finished
+    chosen = min(on_time, key=lambda run: Decimal(run.budget["cost"]["p50"]))  # type: ignore[index]
     with transaction.atomic():
         request = budget_request_create(
             user=maya,
-            run=cheapest,
-            title=f"{DEMO_PROJECT}: {cheapest.scenario.name}",
+            run=chosen,
+            title=f"{DEMO_PROJECT}: {chosen.scenario.name}",
             justification=(
-                "Cheapest of the three options compared at P50; its P90 stays within the "
-                "project's budget ceiling. Contingency is P90 - P50 of the Monte Carlo."
+                "Cheapest at P50 of the options compared that finish before the deadline; its "
+                "P90 stays within the project's budget ceiling. Contingency is P90 - P50 of "
+                "the Monte Carlo."
             ),
-            alternatives=[run for run in finished if run != cheapest],
+            alternatives=[run for run in finished if run != chosen],
         )
         budget_request_submit(user=maya, request=request, comment="For Q3 sign-off.")
     return [f"Demo budget request '{request.title}': submitted, awaiting finn's approval."]

@@ -147,8 +147,15 @@ def test_recompute_never_increases_activations_nor_decreases_step_time(
     data: dict[str, Any],
 ) -> None:
     results = _vary(data, "recompute", [0, 1, 2])
-    assert _non_increasing(results.activations)
+    none, selective, full = results.activations
+    assert selective <= none
+    assert full <= none
     assert _non_increasing(-results.step_time)
+    # Full recomputation holds one layer's whole working set while it recomputes it; without
+    # FlashAttention that includes the layer's s x s scores, which selective recomputation
+    # never keeps, so with few layers per stage full can need more than selective.
+    if build_workload(validate_scenario(data)).framework.flash_attention:
+        assert full <= selective
 
 
 @PROPERTY_SETTINGS
