@@ -297,15 +297,8 @@ def unfused_attention_times(
     softmax backward's reads of gradient and probabilities and its write, and the reads of
     the score gradient and probabilities by the three matmuls that consume them.
 
-    Parameters
-    ----------
-    workload : Workload
-        The scenario's constants: s, n_heads, n_heads d_head, P_16, eps_gemm, W eps_mem and
-        the framework's ``dropout``.
-    tokens : array_like
-        Tokens of the micro-batch on this device, b s / cp. [tokens]
-    tp : array_like
-        Tensor-parallel size t (heads split over it). [devices]
+    Parameters are those of :func:`attention_forward_time`; the workload also supplies
+    n_heads, eps_gemm, W eps_mem and the framework's ``dropout``.
 
     Returns
     -------
