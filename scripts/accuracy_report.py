@@ -1055,7 +1055,7 @@ def run_fit(cases: list[dict[str, Any]]) -> None:
     cases : list of dict
         Every case (unscored ones are skipped).
     """
-    whole = fitting.fit_all(fitting.prepare([c for c in cases if fitting.scored(c)]))
+    whole = fitting.fit_all(fitting.prepare([c for c in cases if fitting.scored(c)]), processes=2)
     out_of_sample = fitting.leave_one_source_out(
         cases, whole, progress=lambda source: print(f"leaving out {source}", flush=True)
     )

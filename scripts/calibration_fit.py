@@ -259,18 +259,29 @@ def fit_family(
     return {n: round(float(fitted[n]), 4) for n in names}
 
 
+def _fit_one(job: tuple[str, list[Prepared], dict[str, float] | None]) -> dict[str, float]:
+    return fit_family(*job)
+
+
 def fit_all(
-    cases: Sequence[Prepared], start_from: dict[str, dict[str, float]] | None = None
+    cases: Sequence[Prepared],
+    start_from: dict[str, dict[str, float]] | None = None,
+    processes: int = 1,
 ) -> dict[str, dict[str, float]]:
-    """Fitted fields of every family that has cases."""
+    """Fitted fields of every family that has cases; families are independent, so with
+    ``processes`` > 1 they are fitted in parallel (largest first)."""
     by_family: dict[str, list[Prepared]] = defaultdict(list)
     for case in cases:
         by_family[case.family].append(case)
     start_from = start_from or {}
-    return {
-        family: fit_family(family, mine, start_from.get(family))
-        for family, mine in sorted(by_family.items())
-    }
+    jobs = [(family, mine, start_from.get(family)) for family, mine in by_family.items()]
+    jobs.sort(key=lambda job: -len(job[1]))
+    if processes > 1 and len(jobs) > 1:
+        with multiprocessing.get_context("fork").Pool(processes) as pool:
+            fits = pool.map(_fit_one, jobs, chunksize=1)
+    else:
+        fits = [_fit_one(job) for job in jobs]
+    return dict(sorted((job[0], fit) for job, fit in zip(jobs, fits, strict=True)))
 
 
 def efficiencies(fits: dict[str, dict[str, float]]) -> dict[str, calibration.Efficiency]:
@@ -304,13 +315,24 @@ def predict_case(case: dict[str, Any], table: dict[str, calibration.Efficiency])
             return None
 
 
+def fits_without(
+    source: str, prepared: Sequence[Prepared], whole: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    """The fits with ``source`` left out. Only the families it measured change: the others
+    keep the whole fit (refitting them from it on the same cases would return it), and a
+    family whose only source it is has no fit (its prior)."""
+    touched = {p.family for p in prepared if p.source == source}
+    kept = [p for p in prepared if p.source != source and p.family in touched]
+    untouched = {family: fit for family, fit in whole.items() if family not in touched}
+    return untouched | fit_all(kept, whole)
+
+
 def _predict_left_out(
     job: tuple[str, list[dict[str, Any]], dict[str, dict[str, float]]],
 ) -> dict[str, float | None]:
     """Refit without ``source`` and predict its cases (one process's share of the work)."""
     source, counted, whole = job
-    prepared = [p for p in prepare(counted) if p.source != source]
-    table = efficiencies(fit_all(prepared, whole))
+    table = efficiencies(fits_without(source, prepare(counted), whole))
     mine = [c for c in counted if source_of(c) == source]
     out = {c["id"]: predict_case(c, table) for c in mine}
     # The same cases with the layout left to the search ("auto"), as planners run them.

@@ -16,7 +16,7 @@ Sources: each framework's documentation of its parallelism options (Megatron-LM
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from estimator.core.errors import ScenarioError
 
@@ -120,6 +120,28 @@ class FrameworkProfile:
         }
 
 
+# Megatron-LM as of Narayanan et al. 2021, the stack of the fp16 runs of 2021-22: attention as
+# two batched matmuls around a fused scale-mask-softmax kernel with dropout (no FlashAttention,
+# Dao et al. 2022), no sequence parallelism and no selective recomputation (both Korthikanti et
+# al. 2022), no distributed optimizer (2022), no context parallelism, no fp8, no TP overlap;
+# 1F1B and interleaved pipelines. Resolved for "auto" when an NVIDIA GPU that has bf16 trains
+# in fp16 (see :func:`auto_profiles`); a stated layout it does not run (ZeRO, selective
+# recomputation) goes to the next profile.
+_MEGATRON_2021 = FrameworkProfile(
+    id="megatron-lm-2021",
+    name="Megatron-LM 2021 (fp16, no FlashAttention)",
+    context_parallel=False,
+    zero_stages=(0,),
+    offload=("none",),
+    recompute=("none", "full"),
+    fp8=False,
+    tp_overlap=False,
+    flash_attention=False,
+    sequence_parallel=False,
+    dropout=True,
+    optimizers=("adamw", "sgd"),
+)
+
 PROFILES: dict[str, FrameworkProfile] = {
     p.id: p
     for p in (
@@ -189,27 +211,18 @@ PROFILES: dict[str, FrameworkProfile] = {
             methods=("full", "lora", "qlora"),
             optimizers=("adamw", "adamw8bit", "adafactor", "sgd", "lion"),
         ),
-        # Megatron-LM as of Narayanan et al. 2021, the stack of the fp16 runs of 2021-22:
-        # attention as two batched matmuls around a fused scale-mask-softmax kernel with
-        # dropout (no FlashAttention, Dao et al. 2022), no sequence parallelism and no
-        # selective recomputation (both Korthikanti et al. 2022), no distributed optimizer
-        # (2022), no context parallelism, no fp8, no TP overlap; 1F1B and interleaved
-        # pipelines. Resolved for "auto" when an NVIDIA GPU that has bf16 trains in fp16
-        # (see :func:`auto_profiles`); a stated layout it does not run (ZeRO, selective
-        # recomputation) goes to today's profiles.
-        FrameworkProfile(
-            id="megatron-lm-2021",
-            name="Megatron-LM 2021 (fp16, no FlashAttention)",
-            context_parallel=False,
-            zero_stages=(0,),
-            offload=("none",),
-            recompute=("none", "full"),
-            fp8=False,
-            tp_overlap=False,
-            flash_attention=False,
-            sequence_parallel=False,
-            dropout=True,
-            optimizers=("adamw", "sgd"),
+        _MEGATRON_2021,
+        # The other fp16 stacks of 2021-22, on the same kernels: Megatron-DeepSpeed (ZeRO-1
+        # with Megatron TP and DeepSpeed's 1F1B pipeline: GLM-130B, BLOOM) and
+        # FairScale/PyTorch FSDP with Megatron TP (OPT-175B's metaseq). "auto" moves on to
+        # it for such a scenario when no layout of the 2021 stack fits (OPT-175B on 992
+        # A100s: without sharding nothing does), and a stated ZeRO layout runs on it.
+        replace(
+            _MEGATRON_2021,
+            id="megatron-deepspeed-2022",
+            name="Megatron-DeepSpeed / FSDP 2022 (fp16, no FlashAttention)",
+            interleaved_schedule=False,
+            zero_stages=(0, 1, 2, 3),
         ),
     )
 }
@@ -223,13 +236,20 @@ FRAMEWORK_CHOICES = ("auto", *PROFILES)
 #: without FlashAttention and sequence parallelism. Not for AMD: ROCm stacks kept fp16
 #: longer, with FlashAttention (ORNL's 2023 Frontier runs).
 LEGACY_FP16_FRAMEWORK = "megatron-lm-2021"
+#: The same period's stacks with ZeRO/FSDP, next in line for such a scenario.
+LEGACY_FP16_SHARDED_FRAMEWORK = "megatron-deepspeed-2022"
 LEGACY_FP16_FAMILY_PREFIX = "nvidia-"
-#: Profiles "auto" never falls back to for a scenario outside the legacy rule.
-_NOT_A_FALLBACK = frozenset({LEGACY_FP16_FRAMEWORK})
+#: The period stacks: "auto" never resolves to them outside the fp16 rule, and only they
+#: give way to the next candidate when no layout fits.
+LEGACY_FP16_FRAMEWORKS = frozenset({LEGACY_FP16_FRAMEWORK, LEGACY_FP16_SHARDED_FRAMEWORK})
 
 
 def auto_profiles(family: str, precision: str, has_bf16: bool) -> list[FrameworkProfile]:
-    """The profiles ``"auto"`` tries for a scenario, in order; the first that runs it wins.
+    """The profiles ``"auto"`` tries for a scenario, in order.
+
+    Validation resolves ``"auto"`` to the first that runs the scenario (its layout and
+    training options); with the layout left to the search, the search moves on to the next
+    that runs it while no layout fits (:func:`estimator.core.search.with_fitting_framework`).
 
     Parameters
     ----------
@@ -244,15 +264,19 @@ def auto_profiles(family: str, precision: str, has_bf16: bool) -> list[Framework
     Returns
     -------
     list of FrameworkProfile
-        fp16 on an NVIDIA GPU with bf16: the 2021 stack first, then the family default and
-        the rest; otherwise the family default, then the other current GPU profiles.
+        fp16 on an NVIDIA GPU with bf16: the 2021 stack, its sharded contemporaries, then
+        the family default and the rest; otherwise the family default, then the other
+        current GPU profiles.
     """
     default = profile_for("auto", family)
     if family in DEFAULT_BY_FAMILY:
         return [default]
-    current = [p for p in PROFILES.values() if p is not default and p.id not in _NOT_A_FALLBACK]
+    current = [
+        p for p in PROFILES.values() if p is not default and p.id not in LEGACY_FP16_FRAMEWORKS
+    ]
     if precision == "fp16" and has_bf16 and family.startswith(LEGACY_FP16_FAMILY_PREFIX):
-        return [PROFILES[LEGACY_FP16_FRAMEWORK], default, *current]
+        legacy = [PROFILES[LEGACY_FP16_FRAMEWORK], PROFILES[LEGACY_FP16_SHARDED_FRAMEWORK]]
+        return [*legacy, default, *current]
     return [default, *current]
 
 

@@ -231,3 +231,6 @@ class Scenario:
     #: Framework profile id (:mod:`estimator.core.frameworks`); "auto" picks the family's.
     framework: str = "auto"
     run: RunSettings = field(default_factory=RunSettings)
+    #: When ``framework`` was resolved from "auto": the later candidates that also run the
+    #: scenario, in order; the layout search moves on to them while no layout fits.
+    framework_fallbacks: tuple[str, ...] = ()

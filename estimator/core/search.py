@@ -388,7 +388,39 @@ def _request(scenario: Mapping[str, Any] | Scenario, top_k: int, objective: str)
         scenario = validate_scenario(scenario)
     if objective == "cost" and price is None:
         raise ScenarioError("cost.price_per_gpu_hour", "is required for objective 'cost'")
-    return _Request(scenario, top_k, objective, price)
+    return _Request(with_fitting_framework(scenario), top_k, objective, price)
+
+
+def with_fitting_framework(scenario: Scenario) -> Scenario:
+    """The scenario on the first of its framework and ``framework_fallbacks`` under which
+    some layout fits; unchanged when there are no fallbacks or none fits (the search then
+    reports why on the framework validation chose).
+
+    A period stack (:data:`~estimator.core.frameworks.LEGACY_FP16_FRAMEWORKS`) resolved
+    from ``"auto"`` gives way when nothing fits on it: OPT-175B on 992 A100s (31 x 32
+    devices) fits no layout of the 2021 Megatron-LM, which had no sharded optimizer, and
+    did run on FSDP. Every chunk of a split search resolves the same way.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A validated scenario with the layout left to the search.
+
+    Returns
+    -------
+    Scenario
+    """
+    if not scenario.framework_fallbacks:
+        return scenario
+    candidate = scenario
+    while not _scan(build_workload(candidate), candidate, 0, grid_size(candidate), 1).fitting:
+        if not candidate.framework_fallbacks:
+            return scenario
+        following = candidate.framework_fallbacks
+        candidate = dataclasses.replace(
+            candidate, framework=following[0], framework_fallbacks=following[1:]
+        )
+    return candidate
 
 
 @dataclass(frozen=True)
@@ -638,6 +670,7 @@ def estimate_auto(scenario: Scenario, price: float | None = None) -> dict[str, A
     ScenarioError
         Naming ``parallelism`` when no layout divides the cluster at all.
     """
+    scenario = with_fitting_framework(scenario)
     workload = build_workload(scenario)
     scan = _scan(workload, scenario, 0, grid_size(scenario), ALTERNATIVE_POOL)
     if scan.fitting:

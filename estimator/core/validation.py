@@ -14,7 +14,12 @@ from typing import Any
 from estimator.core import layout_rules as rules
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
-from estimator.core.frameworks import FrameworkProfile, auto_profiles, profile_for
+from estimator.core.frameworks import (
+    LEGACY_FP16_FRAMEWORKS,
+    FrameworkProfile,
+    auto_profiles,
+    profile_for,
+)
 from estimator.core.measurement import measurement_parse
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
@@ -475,7 +480,8 @@ def _with_framework(scenario: Scenario) -> Scenario:
     otherwise). ``"auto"`` is the first of :func:`~estimator.core.frameworks.auto_profiles`
     that runs them (the family's default, or the 2021 stack for fp16 on a GPU with bf16,
     then the other GPU profiles): a contract-valid scenario (ZeRO-2, full offload...) is
-    never refused for a framework nobody named.
+    never refused for a framework nobody named. With the layout left to the search, a
+    period stack keeps the later candidates as ``framework_fallbacks``.
     """
     family = scenario.cluster.spec.family
     if scenario.framework != "auto":
@@ -483,14 +489,20 @@ def _with_framework(scenario: Scenario) -> Scenario:
         return scenario
     spec = scenario.cluster.spec
     candidates = auto_profiles(family, scenario.training.precision, "bf16" in spec.peak_tflops)
+    running = []
     for profile in candidates:
         try:
             _check_runs(scenario, profile)
         except ScenarioError:
             continue
-        return dataclasses.replace(scenario, framework=profile.id)
-    _check_runs(scenario, profile_for("auto", family))  # raises, naming what the default refuses
-    return scenario
+        running.append(profile.id)
+    if not running:
+        _check_runs(scenario, profile_for("auto", family))  # raises, naming what it refuses
+    # Only a period stack gives way when nothing fits: a team in 2022 that could not fit
+    # the 2021 stack sharded its states; today's default reports that nothing fits.
+    period = running[0] in LEGACY_FP16_FRAMEWORKS and scenario.parallelism is None
+    fallbacks = tuple(running[1:]) if period else ()
+    return dataclasses.replace(scenario, framework=running[0], framework_fallbacks=fallbacks)
 
 
 def _check_runs(scenario: Scenario, profile: FrameworkProfile) -> None:

@@ -138,3 +138,46 @@ def test_a_family_measured_only_in_fp8_takes_the_reference_bf16_to_fp8_ratio() -
     kept = calibration.with_bf16_from_fp8({"nvidia-hopper": hopper, "nvidia-blackwell": slow})
     assert kept["nvidia-blackwell"].gemm == prior.gemm  # never below the prior
     assert kept["nvidia-hopper"] == hopper
+
+
+def _two_family_cases() -> list[fitting.Prepared]:
+    """Six OLMo cases (Hopper) and the shared set's first Ampere cases of two sources, their
+    'measurements' generated at known efficiencies so the fits have a definite optimum."""
+    shared = fitting.load_cases(ROOT.parent / "shared" / "calibration" / "cases.jsonl")
+    ampere = [p for p in fitting.prepare(shared) if p.family == "nvidia-ampere"]
+    sources = sorted({p.source for p in ampere})[:2]
+    picked = [p for s in sources for p in [q for q in ampere if q.source == s][:3]]
+    hopper = [c for c in project_cases() if c["id"].startswith("olmo")][:6]
+    prepared = fitting.prepare(hopper) + picked
+    truth = {
+        "nvidia-hopper": {"gemm": 0.7, "attention": 0.3, "fp8_gemm": 0.6},
+        "nvidia-ampere": {"gemm": 0.8, "attention": 0.35},
+    }
+    for case in prepared:
+        prior = calibration.PRIORS[case.family]
+        case.measured = fitting.predict(case, calibration.with_fitted(prior, truth[case.family]))
+    return prepared
+
+
+def test_families_fitted_in_parallel_equal_the_serial_fit() -> None:
+    prepared = _two_family_cases()
+    assert fitting.fit_all(prepared, processes=2) == fitting.fit_all(prepared)
+
+
+def test_leaving_a_source_out_refits_only_the_families_it_measured() -> None:
+    prepared = _two_family_cases()
+    whole = fitting.fit_all(prepared)
+    ampere_sources = sorted({p.source for p in prepared if p.family == "nvidia-ampere"})
+    left_out = ampere_sources[0]
+    without = fitting.fits_without(left_out, prepared, whole)
+    # Hopper never saw the source: its fit is the whole one, untouched.
+    assert without["nvidia-hopper"] == whole["nvidia-hopper"]
+    # Ampere is refitted on the other source's cases alone: the same as fitting them anew.
+    rest = [p for p in prepared if p.family == "nvidia-ampere" and p.source != left_out]
+    assert without["nvidia-ampere"] == fitting.fit_family(
+        "nvidia-ampere", rest, whole["nvidia-ampere"]
+    )
+    # A family whose only source is left out has no fit: it is predicted from its prior.
+    only_hopper = {p.source for p in prepared if p.family == "nvidia-hopper"}
+    assert len(only_hopper) == 1
+    assert "nvidia-hopper" not in fitting.fits_without(only_hopper.pop(), prepared, whole)

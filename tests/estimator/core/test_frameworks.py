@@ -34,6 +34,7 @@ def test_profiles_known_and_auto_defaults() -> None:
         "maxtext",
         "hf-peft",
         "megatron-lm-2021",
+        "megatron-deepspeed-2022",
     }
     assert profile_for("auto", "google-tpu").id == "maxtext"
     for family in ("nvidia-hopper", "nvidia-ampere", "amd-cdna3", "intel-gaudi"):
@@ -258,9 +259,11 @@ GPT3_FP16 = scenario(GPT3_175B, training={"precision": "fp16"})
         ({"cluster": {"accelerator": "V100-32GB-SXM"}, "parallelism": "auto"}, "megatron-lm"),
         # ROCm stacks kept fp16 with FlashAttention (ORNL 2023): today's profile
         ({"cluster": {"accelerator": "MI250X", "num_gpus": 1024}}, "megatron-lm"),
-        # the 2021 stack has no selective recomputation and no ZeRO: the next profile
+        # the 2021 stack has no ZeRO: its sharded contemporaries (same kernels) run it
+        ({"parallelism": {"zero_stage": 1}}, "megatron-deepspeed-2022"),
+        ({"parallelism": {"zero_stage": 3}}, "megatron-deepspeed-2022"),
+        # neither has selective recomputation (Korthikanti et al. 2022): today's profile
         ({"parallelism": {"recompute": "selective"}}, "megatron-lm"),
-        ({"parallelism": {"zero_stage": 1}}, "megatron-lm"),
         # named: taken as named
         ({"framework": "megatron-lm"}, "megatron-lm"),
     ],
@@ -285,6 +288,45 @@ def test_the_2021_stack_searches_without_selective_recompute_sp_or_cp() -> None:
         assert row["parallelism"]["sequence_parallel"] is False
         assert row["parallelism"]["recompute"] in ("none", "full")
         assert row["framework"]["id"] == "megatron-lm-2021"
+
+
+def test_auto_falls_back_from_the_2021_stack_only_when_no_layout_fits_on_it() -> None:
+    """OPT-175B's cluster (992 A100s, 31 x 32): with tp 8 at most and 96 layers, no pipeline
+    of the 2021 stack (no ZeRO) fits the 175B states, so the search moves on to the sharded
+    stack of the period (OPT ran FSDP), still without FlashAttention; GPT-3 on 1,024 GPUs
+    fits on the 2021 stack and stays there."""
+    opt = scenario(GPT3_FP16, parallelism="auto", training={"global_batch_size": 992},
+                   cluster={"num_gpus": 992})  # fmt: skip
+    parsed = validate_scenario(opt)
+    assert parsed.framework == "megatron-lm-2021"
+    assert parsed.framework_fallbacks[:2] == ("megatron-deepspeed-2022", "megatron-lm")
+    legacy = search(dict(opt, framework="megatron-lm-2021"), top_k=1)
+    assert legacy["results"] == []
+    assert "no layout fits" in legacy["reason"]
+    result = estimate(opt)
+    assert result["framework"]["id"] == "megatron-deepspeed-2022"
+    assert result["fits_in_memory"]
+    assert result["parallelism"]["zero_stage"] >= 1
+    found = search(opt, top_k=3)
+    assert {row["framework"]["id"] for row in found["results"]} == {"megatron-deepspeed-2022"}
+    assert estimate(scenario(GPT3_FP16, parallelism="auto"))["framework"]["id"] == (
+        "megatron-lm-2021"
+    )
+
+
+def test_only_a_period_stack_gives_way_when_nothing_fits() -> None:
+    """Today's default reports that nothing fits rather than moving to another framework;
+    a named framework and a stated layout never fall back."""
+    today = validate_scenario(scenario(GPT3_175B, parallelism="auto"))
+    assert today.framework == "megatron-lm"
+    assert today.framework_fallbacks == ()
+    named = validate_scenario(dict(scenario(GPT3_FP16, parallelism="auto"),
+                                   framework="megatron-lm-2021"))  # fmt: skip
+    assert named.framework_fallbacks == ()
+    layout = {**GPT3_FP16["parallelism"], "recompute": "full", "zero_stage": 0}
+    stated = validate_scenario(dict(GPT3_FP16, parallelism=layout))
+    assert stated.framework == "megatron-lm-2021"
+    assert stated.framework_fallbacks == ()
 
 
 #: Narayanan et al. 2021 (arXiv 2104.04473), table 1: GPT 1.7B (24 layers, h 2304, 24 heads)
