@@ -143,7 +143,8 @@ class ScenarioForm(forms.Form):
         label="Framework",
         help_text="What the layout search may use; auto: the first that runs the scenario "
         "(Megatron-LM on GPUs, MaxText on TPUs, Hugging Face PEFT for QLoRA; fp16 on an "
-        "NVIDIA GPU with bf16: the 2021 stack without FlashAttention)",
+        "NVIDIA GPU with bf16: the 2021-22 stacks without FlashAttention, sharded when "
+        "nothing fits unsharded)",
     )
     tp = _integer(label="TP", help_text="Tensor parallel")
     pp = _integer(label="PP", help_text="Pipeline parallel")
