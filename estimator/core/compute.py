@@ -39,6 +39,7 @@ from estimator.core.constants import (
     HALF_PRECISION_BYTES,
     MIXED_PRECISION_ADAM_BYTES,
 )
+from estimator.core.scenario import ModelConfig
 from estimator.core.workload import Workload
 
 #: Passes of the fp32 cross-entropy over the logits: write, softmax read and write,
@@ -162,6 +163,36 @@ def gemm_byte_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> Fl
 GemmShape = tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]
 
 
+def attention_gemm_shapes(model: ModelConfig, tp: FloatArray, one: FloatArray) -> list[GemmShape]:
+    """The attention block's projections on one device (see :func:`layer_gemm_shapes`).
+
+    Standard attention: the fused QKV projection (h to n_heads d_head / t + 2 n_kv d_head,
+    the KV heads replicated when t exceeds them) and the output projection. Multi-head
+    latent attention (Megatron-Core's MLA): the down-projections to the query latent and to
+    the shared KV latent plus rotary key run whole on every tensor-parallel rank; the
+    up-projections to each head's query, key and value, and the output projection, are
+    split over t.
+    """
+    h = model.hidden_size * one
+    q_width, out_width = model.attention_width * one, model.output_width * one
+    out_projection: GemmShape = (one, out_width / tp, h, one, 1.0)
+    mla = model.mla
+    if mla is None:
+        kv_width = np.maximum(model.num_kv_heads / tp, 1.0) * (
+            model.head_dim + model.value_head_dim
+        )
+        return [(one, h, q_width / tp + kv_width, one, 1.0), out_projection]
+    heads_kv = model.num_attention_heads * (mla.qk_nope_head_dim + mla.v_head_dim) * one
+    down = (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim) * one
+    shapes: list[GemmShape] = [
+        (one, h, down, one, 1.0),
+        (one, mla.kv_lora_rank * one, heads_kv / tp, one, 1.0),
+        out_projection,
+    ]
+    query_input = mla.q_lora_rank * one if mla.q_lora_rank else h
+    return [*shapes, (one, query_input, q_width / tp, one, 1.0)]
+
+
 def layer_gemm_shapes(workload: Workload, tp: Numeric, ep: Numeric) -> list[GemmShape]:
     """The matmuls of one layer's forward on one device.
 
@@ -189,13 +220,10 @@ def layer_gemm_shapes(workload: Workload, tp: Numeric, ep: Numeric) -> list[Gemm
     one = np.ones(np.broadcast(tp, ep).shape)
     tp, ep = one * tp, one * ep
     h, ffn = model.hidden_size * one, model.ffn_hidden_size * one
-    q_width = model.attention_width * one
-    kv_width = np.maximum(model.num_kv_heads / tp, 1.0) * model.head_dim
     up = 2.0 if model.gated_mlp else 1.0  # a gated MLP's gate and up run as one matmul
     dense = (1.0 - arithmetic.num_moe_layers(model) / model.num_layers) * one
-    shapes: list[GemmShape] = [
-        (one, h, q_width / tp + 2 * kv_width, one, 1.0),
-        (one, q_width / tp, h, one, 1.0),
+    shapes = [
+        *attention_gemm_shapes(model, tp, one),
         (one, h, up * ffn / tp, dense, 1.0),
         (one, ffn / tp, h, dense, 1.0),
     ]
@@ -276,7 +304,7 @@ def attention_forward_time(workload: Workload, tokens: Numeric, tp: Numeric) -> 
         ATTENTION_SCORE_FORWARD_FLOPS
         * np.asarray(tokens, dtype=np.float64)
         * model.seq_len
-        * model.attention_width
+        * model.score_width
         / tp
     )
     return CAUSAL_FRACTION * flops / (workload.peak_attention_flops * workload.efficiency.attention)
@@ -313,7 +341,7 @@ def unfused_attention_times(
     """
     model = workload.model
     tokens = np.asarray(tokens, dtype=np.float64)
-    flops = ATTENTION_SCORE_FORWARD_FLOPS * tokens * model.seq_len * model.attention_width / tp
+    flops = ATTENTION_SCORE_FORWARD_FLOPS * tokens * model.seq_len * model.score_width / tp
     rate = workload.peak_attention_flops * workload.efficiency.gemm
     scores = tokens * model.seq_len * model.num_attention_heads / tp
     value = HALF_PRECISION_BYTES

@@ -198,7 +198,10 @@ def adapted_matrices(model: ModelConfig, method: MethodConfig) -> list[AdaptedMa
 
     Attention: Q, K, V and the output projection; MLP: the gate (gated MLPs only), up and
     down projections of dense layers, shared and routed experts, MoE layers weighted by
-    their share of layers. The router is not adapted.
+    their share of layers. The router is not adapted. Under multi-head latent attention
+    Q, K and V count as projections from h to the heads' query, key and value widths (the
+    adapters sit on the latents' up-projections, whose input is narrower: a slight
+    overcount of adapter size).
 
     Parameters
     ----------
@@ -214,7 +217,8 @@ def adapted_matrices(model: ModelConfig, method: MethodConfig) -> list[AdaptedMa
     """
     if not method.adapters:
         return []
-    h, q, kv = model.hidden_size, model.attention_width, model.num_kv_heads * model.head_dim
+    h, q, o = model.hidden_size, model.attention_width, model.output_width
+    k, v = model.key_width, model.value_width
     moe_share = arithmetic.num_moe_layers(model) / model.num_layers
     f, shared, routed = model.ffn_hidden_size, 0.0, 0.0
     if model.moe is not None:
@@ -222,9 +226,9 @@ def adapted_matrices(model: ModelConfig, method: MethodConfig) -> list[AdaptedMa
         shared, routed = moe_share * model.moe.num_shared_experts, moe_share * model.moe.num_experts
     shapes = {
         "q_proj": (h, q, 1.0, 0.0, True),
-        "k_proj": (h, kv, 1.0, 0.0, True),
-        "v_proj": (h, kv, 1.0, 0.0, True),
-        "o_proj": (q, h, 1.0, 0.0, False),
+        "k_proj": (h, k, 1.0, 0.0, True),
+        "v_proj": (h, v, 1.0, 0.0, True),
+        "o_proj": (o, h, 1.0, 0.0, False),
     }
     mlp = {"gate_proj": True, "up_proj": True, "down_proj": False} if model.gated_mlp else {
         "up_proj": True, "down_proj": False

@@ -428,7 +428,8 @@ def largest_matrix_per_device(model: ModelConfig, tp: Numeric, ep: Numeric) -> F
     ndarray
         max(f, n_heads d_head) h / t. [values]
     """
-    widest = max(model.ffn_hidden_size, model.attention_width) * model.hidden_size
+    widest = max(model.ffn_hidden_size, model.attention_width, model.output_width)
+    widest *= model.hidden_size
     return widest / np.asarray(tp, dtype=np.float64) + 0.0 * np.asarray(ep, dtype=np.float64)
 
 
@@ -497,9 +498,17 @@ def activation_bytes_per_layer(
         * (OUTSIDE_TP_VALUES * value_bytes + masks)
         / np.where(sequence_parallel, tp, 1.0)
     )
-    kv_width = np.maximum(model.num_kv_heads / tp, 1.0) * model.head_dim
-    # Q and the output projection's input (query width), K and V (KV width).
-    attention = tokens * value_bytes * (2 * model.attention_width / tp + 2 * kv_width)
+    kv_heads = np.maximum(model.num_kv_heads / tp, 1.0)
+    # Q and the output projection's input, K and V (the heads of this device).
+    widths = (model.attention_width + model.output_width) / tp + kv_heads * (
+        model.head_dim + model.value_head_dim
+    )
+    if model.mla is not None:
+        # MLA also keeps the up-projections' inputs: the query and KV latents (with the
+        # rotary key), whole on every tensor-parallel rank.
+        mla = model.mla
+        widths = widths + mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim
+    attention = tokens * value_bytes * widths
     mlp = tokens * value_bytes * _mlp_values_per_token(model) / tp
     # Softmax output and its dropped-out copy, plus the dropout mask, per score.
     scores = tokens * heads * model.seq_len * (2 * value_bytes + score_mask) / tp

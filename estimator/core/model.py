@@ -25,21 +25,39 @@ from estimator.core.scenario import ModelConfig
 
 
 def attention_parameters(model: ModelConfig) -> int:
-    """Weights of one attention block: Q and output projections plus K and V for GQA/MQA.
+    """Weights of one attention block: Q and output projections plus K and V for GQA/MQA,
+    or multi-head latent attention's down- and up-projections.
 
     Parameters
     ----------
     model : ModelConfig
-        Transformer shape: h (``hidden_size``), n_heads, n_kv (``num_kv_heads``), d_head.
+        Transformer shape: h (``hidden_size``), n_heads, n_kv (``num_kv_heads``), d_head,
+        and ``mla``.
 
     Returns
     -------
     int
         2 h (n_heads d_head) + 2 h (n_kv d_head); 2 h^2 + 2 h (n_kv d_head) when
-        d_head = h / n_heads. [parameters]
+        d_head = h / n_heads. With MLA (DeepSeek-AI 2024, arXiv:2405.04434, section 2.1):
+        h r_q + r_q n (d_nope + d_rope) (or h n (d_nope + d_rope) without a query latent)
+        + h (r_kv + d_rope) + r_kv n (d_nope + d_v) + n d_v h: 149.2 M per layer for
+        DeepSeek-V2 (8.95 B over its 60 layers). [parameters]
     """
-    kv_width = model.num_kv_heads * model.head_dim
-    return 2 * model.hidden_size * model.attention_width + 2 * model.hidden_size * kv_width
+    h, mla = model.hidden_size, model.mla
+    if mla is None:
+        return h * (model.attention_width + model.key_width + model.value_width) + (
+            model.output_width * h
+        )
+    heads = model.num_attention_heads
+    if mla.q_lora_rank:
+        query = h * mla.q_lora_rank + mla.q_lora_rank * model.attention_width
+    else:
+        query = h * model.attention_width
+    # The shared latent and rotary key, then each head's no-rope key and value from it.
+    key_value = h * (mla.kv_lora_rank + mla.qk_rope_head_dim) + mla.kv_lora_rank * heads * (
+        mla.qk_nope_head_dim + mla.v_head_dim
+    )
+    return query + key_value + model.output_width * h
 
 
 def mlp_parameters(hidden_size: int, ffn_hidden_size: int, gated: bool) -> int:
@@ -77,9 +95,11 @@ def num_moe_layers(model: ModelConfig) -> int:
     Returns
     -------
     int
-        floor(l / moe_layer_every), 0 for a dense model. [layers]
+        floor((l - first_dense_layers) / moe_layer_every), 0 for a dense model. [layers]
     """
-    return 0 if model.moe is None else model.num_layers // model.moe.moe_layer_every
+    if model.moe is None:
+        return 0
+    return (model.num_layers - model.moe.first_dense_layers) // model.moe.moe_layer_every
 
 
 def dense_mlp_parameters(model: ModelConfig) -> int:
@@ -237,14 +257,16 @@ def attention_flops_per_token(model: ModelConfig) -> float:
     -------
     float
         12 l (n_heads d_head) s: forward QK^T and AV are 2 s n_heads d_head FLOPs each per
-        token and layer, backward twice that. [FLOP/token]
+        token and layer, backward twice that. With MLA the query/key and value heads differ
+        (d_qk = d_nope + d_rope, d_v): 6 l n_heads (d_qk + d_v) s
+        (:attr:`ModelConfig.score_width`). [FLOP/token]
 
     References
     ----------
     Narayanan et al. 2021, "Efficient Large-Scale Language Model Training on GPU Clusters
     Using Megatron-LM", SC21, eq. 3 (the s/6h term, where n_heads d_head = h).
     """
-    return ATTENTION_SCORE_TRAINING_FLOPS * model.num_layers * model.attention_width * model.seq_len
+    return ATTENTION_SCORE_TRAINING_FLOPS * model.num_layers * model.score_width * model.seq_len
 
 
 def model_flops_per_token(model: ModelConfig) -> float:

@@ -43,6 +43,26 @@ class MoEConfig:
     expert_ffn_hidden_size: int
     num_shared_experts: int = 0
     moe_layer_every: int = 1
+    #: Leading layers that keep a dense MLP (DeepSeek's first_k_dense_replace). [layers]
+    first_dense_layers: int = 0
+
+
+@dataclass(frozen=True)
+class MLAConfig:
+    """Multi-head latent attention (optional ``model.mla``; DeepSeek-V2/V3, Kimi K2).
+
+    Queries pass through a rank-``q_lora_rank`` latent (0: one full-rank projection), keys
+    and values through one rank-``kv_lora_rank`` latent shared by every head; each query and
+    key head has ``qk_nope_head_dim`` latent-derived and ``qk_rope_head_dim`` rotary
+    dimensions (the rotary key is shared by the heads), each value head ``v_head_dim``.
+    The names are those of the Hugging Face configs. [elements]
+    """
+
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,8 +83,14 @@ class ModelConfig:
     #: Width of one attention head; hidden_size / num_attention_heads unless the model
     #: decouples them (Gemma, Qwen3, many MaxText configs). [elements]
     head_dim: int = 0
+    #: Multi-head latent attention; None for standard (MHA/GQA/MQA) attention. With it,
+    #: ``head_dim`` is a query/key head's width, qk_nope_head_dim + qk_rope_head_dim.
+    mla: MLAConfig | None = None
 
     def __post_init__(self) -> None:
+        if self.mla is not None:
+            width = self.mla.qk_nope_head_dim + self.mla.qk_rope_head_dim
+            object.__setattr__(self, "head_dim", width)
         if not self.head_dim:
             object.__setattr__(self, "head_dim", self.hidden_size // self.num_attention_heads)
 
@@ -72,6 +98,34 @@ class ModelConfig:
     def attention_width(self) -> int:
         """Width of the concatenated query heads, num_attention_heads x head_dim. [elements]"""
         return self.num_attention_heads * self.head_dim
+
+    @property
+    def value_head_dim(self) -> int:
+        """Width of one value head: head_dim, or MLA's v_head_dim. [elements]"""
+        return self.head_dim if self.mla is None else self.mla.v_head_dim
+
+    @property
+    def key_width(self) -> int:
+        """Width of the keys one token stores, num_kv_heads x head_dim. [elements]"""
+        return self.num_kv_heads * self.head_dim
+
+    @property
+    def value_width(self) -> int:
+        """Width of the values one token stores, num_kv_heads x value head. [elements]"""
+        return self.num_kv_heads * self.value_head_dim
+
+    @property
+    def output_width(self) -> int:
+        """Width of the attention output (the output projection's input),
+        num_attention_heads x value head. [elements]"""
+        return self.num_attention_heads * self.value_head_dim
+
+    @property
+    def score_width(self) -> float:
+        """Mean of the query and output widths: the score (Q K^T, width n_heads d_qk) and
+        value (A V, width n_heads d_v) matmuls cost 2 s (n_heads d_qk + n_heads d_v) =
+        4 s score_width FLOPs per token; attention_width without MLA. [elements]"""
+        return (self.attention_width + self.output_width) / 2.0
 
 
 @dataclass(frozen=True)

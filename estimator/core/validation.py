@@ -35,6 +35,7 @@ from estimator.core.scenario import (
     ClusterConfig,
     Margins,
     MethodConfig,
+    MLAConfig,
     ModelConfig,
     MoEConfig,
     ParallelismConfig,
@@ -121,8 +122,9 @@ def _show(value: Any) -> str:
 MODEL_KEYS = (
     "name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
     "ffn_hidden_size", "gated_mlp", "vocab_size", "seq_len", "tied_embeddings", "moe",
-    "head_dim",
+    "head_dim", "mla",
 )  # fmt: skip
+MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 TRAINING_KEYS = (
     "tokens", "global_batch_size", "precision", "fp8_recipe", "method", "optimizer", "offload",
     "master_weights",
@@ -130,6 +132,7 @@ TRAINING_KEYS = (
 CLUSTER_KEYS = ("accelerator", "num_gpus", "gpus_per_node", "accelerator_spec", "num_slices")
 MOE_KEYS = (
     "num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts", "moe_layer_every",
+    "first_dense_layers",
 )  # fmt: skip
 PARALLELISM_KEYS = (
     "tp", "pp", "dp", "cp", "ep", "micro_batch_size", "zero_stage", "recompute",
@@ -147,6 +150,7 @@ def _moe(data: Any, num_layers: int) -> MoEConfig | None:
         expert_ffn_hidden_size=section.integer("expert_ffn_hidden_size"),
         num_shared_experts=section.integer("num_shared_experts", 0, minimum=0),
         moe_layer_every=section.integer("moe_layer_every", 1),
+        first_dense_layers=section.integer("first_dense_layers", 0, minimum=0),
     )
     if moe.top_k > moe.num_experts:
         raise ScenarioError(
@@ -157,7 +161,26 @@ def _moe(data: Any, num_layers: int) -> MoEConfig | None:
             "model.moe.moe_layer_every",
             f"must not exceed num_layers = {num_layers}, got {moe.moe_layer_every}",
         )
+    if moe.first_dense_layers + moe.moe_layer_every > num_layers:
+        raise ScenarioError(
+            "model.moe.first_dense_layers",
+            f"leaves no MoE layer: num_layers = {num_layers}, moe_layer_every = "
+            f"{moe.moe_layer_every}, got {moe.first_dense_layers}",
+        )
     return moe
+
+
+def _mla(data: Any) -> MLAConfig | None:
+    if data is None:
+        return None
+    section = _Section(data, "model.mla", MLA_KEYS)
+    return MLAConfig(
+        kv_lora_rank=section.integer("kv_lora_rank"),
+        qk_nope_head_dim=section.integer("qk_nope_head_dim"),
+        qk_rope_head_dim=section.integer("qk_rope_head_dim", 0, minimum=0),
+        v_head_dim=section.integer("v_head_dim"),
+        q_lora_rank=section.integer("q_lora_rank", 0, minimum=0),
+    )
 
 
 def _model(data: Any) -> ModelConfig:
@@ -177,9 +200,27 @@ def _model(data: Any) -> ModelConfig:
         tied_embeddings=section.boolean("tied_embeddings", False),
         moe=_moe(section.raw("moe", None), layers),
         head_dim=section.integer("head_dim") if section.raw("head_dim", None) is not None else 0,
+        mla=_mla(section.raw("mla", None)),
     )
-    _check_heads(model, explicit_head_dim=section.raw("head_dim", None) is not None)
+    explicit_head_dim = section.raw("head_dim", None) is not None
+    if model.mla is not None:
+        _check_mla(model, explicit_head_dim)
+    _check_heads(model, explicit_head_dim=explicit_head_dim or model.mla is not None)
     return model
+
+
+def _check_mla(model: ModelConfig, explicit_head_dim: bool) -> None:
+    if explicit_head_dim:
+        raise ScenarioError(
+            "model.head_dim",
+            "is set by model.mla (qk_nope_head_dim + qk_rope_head_dim); leave it out",
+        )
+    if model.num_kv_heads != model.num_attention_heads:
+        raise ScenarioError(
+            "model.num_kv_heads",
+            "must equal num_attention_heads with model.mla (each head gets its own keys and "
+            f"values from the shared latent), got {model.num_kv_heads}",
+        )
 
 
 def _check_heads(model: ModelConfig, explicit_head_dim: bool) -> None:

@@ -17,7 +17,7 @@ from numpy.testing import assert_allclose
 from estimator.core import compute, finetune, validate_scenario
 from estimator.core import model as arithmetic
 from estimator.core.calibration import Efficiency, Software
-from estimator.core.scenario import MethodConfig, ModelConfig, MoEConfig
+from estimator.core.scenario import MethodConfig, MLAConfig, ModelConfig, MoEConfig
 from estimator.core.workload import Workload, build_workload
 
 from .scenarios import SMALL
@@ -332,3 +332,27 @@ def test_fp8_cast_time_transposed_copies_and_weight_casts(recipe: str, factor: f
 
 def test_fp8_cast_time_is_zero_outside_fp8_training() -> None:
     assert compute.fp8_cast_time(make_workload(), 2048.0, 1.0, 1.0) == 0.0
+
+
+def _attention_gemm_flops_per_token(model: ModelConfig, tp: float) -> float:
+    one = np.ones(1)
+    shapes = compute.attention_gemm_shapes(model, tp * one, one)
+    return sum(float((2 * rows * k * n * count)[0]) for rows, k, n, count, _ in shapes)
+
+
+@pytest.mark.parametrize("q_lora_rank", [1536, 0])
+def test_mla_projections_split_over_tp_except_the_down_projections(q_lora_rank: int) -> None:
+    """Megatron-Core's MLA: the down-projections (to the query latent and to the KV latent
+    with the rotary key) are replicated on every tensor-parallel rank, the up-projections and
+    the output projection split over t. At t = 1 the matmuls are 2 FLOPs per weight."""
+    mla = MLAConfig(kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64,
+                    v_head_dim=128, q_lora_rank=q_lora_rank)  # fmt: skip
+    model = ModelConfig(name="mla", num_layers=4, hidden_size=5120, num_attention_heads=128,
+                        num_kv_heads=128, ffn_hidden_size=12288, gated_mlp=True,
+                        vocab_size=1000, seq_len=4096, tied_embeddings=False, mla=mla)  # fmt: skip
+    weights = arithmetic.attention_parameters(model)
+    assert_allclose(_attention_gemm_flops_per_token(model, 1), 2 * weights, rtol=1e-12)
+    h = 5120
+    replicated = h * (q_lora_rank + 512 + 64)
+    expected = 2 * (replicated + (weights - replicated) / 8)
+    assert_allclose(_attention_gemm_flops_per_token(model, 8), expected, rtol=1e-12)

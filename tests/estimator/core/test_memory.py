@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -319,3 +320,22 @@ def test_stage_parameters_ends_hold_the_embeddings() -> None:
     )
     total = (first + 14 * middle + last) * tp
     assert_allclose(total, arithmetic.total_parameters(LLAMA3_405B_MODEL), rtol=1e-6)
+
+
+def test_mla_activations_keep_the_heads_split_and_the_latents_whole() -> None:
+    """Per token, MLA keeps Q and K (n d_qk / t each), V and the output projection's input
+    (n d_v / t each) and the up-projections' inputs, the query and KV latents and the rotary
+    key, whole on every rank: a wider KV latent adds its width, a wider value head 2 n / t
+    per extra dimension (16-bit values)."""
+    from .test_model import DEEPSEEK_V2, DEEPSEEK_V2_MLA
+
+    tokens, tp = 4096.0, 8
+
+    def per_layer(**mla: int) -> float:
+        model = dataclasses.replace(DEEPSEEK_V2, mla=dataclasses.replace(DEEPSEEK_V2_MLA, **mla))
+        return float(memory.activation_bytes_per_layer(model, tokens, tp, True, 0))
+
+    base = per_layer()
+    assert_allclose(per_layer(kv_lora_rank=512 + 64) - base, tokens * 2 * 64, rtol=1e-12)
+    assert_allclose(per_layer(v_head_dim=128 + 32) - base, tokens * 2 * 2 * 128 * 32 / tp,
+                    rtol=1e-12)  # fmt: skip

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from numpy.testing import assert_allclose
 
 from estimator.core import model as arithmetic
-from estimator.core.scenario import ModelConfig, MoEConfig
+from estimator.core.scenario import MLAConfig, ModelConfig, MoEConfig
 
 from .scenarios import GPT3_175B_MODEL
 
@@ -119,3 +121,55 @@ def test_recompute_flops_per_token_ordering() -> None:
     assert none == 0.0 < selective < full
     # selective recompute re-runs the attention core forward only: 4 l h s per token
     assert_allclose(selective, 4 * 96 * 12288 * 2048, rtol=1e-12)
+
+
+# --- multi-head latent attention (DeepSeek-AI 2024, arXiv:2405.04434, section 2.1) -------
+
+#: DeepSeek-V2 (HF config.json of deepseek-ai/DeepSeek-V2): 60 layers, h 5120, 128 heads, query
+#: rank 1536, KV rank 512, 128 + 64 query/key dims per head, 128 value dims; the first layer
+#: dense (SwiGLU 12288), the rest 2 shared + 160 routed experts of 1536, top-6.
+DEEPSEEK_V2_MLA = MLAConfig(
+    kv_lora_rank=512, qk_nope_head_dim=128, qk_rope_head_dim=64, v_head_dim=128, q_lora_rank=1536
+)
+DEEPSEEK_V2 = config(
+    num_layers=60,
+    hidden_size=5120,
+    num_attention_heads=128,
+    ffn_hidden_size=12288,
+    gated_mlp=True,
+    vocab_size=102400,
+    seq_len=4096,
+    moe=MoEConfig(num_experts=160, top_k=6, expert_ffn_hidden_size=1536, num_shared_experts=2,
+                  first_dense_layers=1),
+    mla=DEEPSEEK_V2_MLA,
+)  # fmt: skip
+
+
+def test_mla_attention_parameters_closed_form() -> None:
+    h, n, r_q, r_kv, nope, rope, v = 5120, 128, 1536, 512, 128, 64, 128
+    query = h * r_q + r_q * n * (nope + rope)
+    key_value = h * (r_kv + rope) + r_kv * n * (nope + v)
+    assert arithmetic.attention_parameters(DEEPSEEK_V2) == query + key_value + n * v * h
+    assert arithmetic.attention_parameters(DEEPSEEK_V2) == 149_225_472
+    # Without a query latent (DeepSeek-V2-Lite) the query is one full-rank projection.
+    lite = dataclasses.replace(DEEPSEEK_V2, mla=dataclasses.replace(DEEPSEEK_V2_MLA, q_lora_rank=0))
+    assert arithmetic.attention_parameters(lite) == h * n * (nope + rope) + key_value + n * v * h
+
+
+def test_mla_model_matches_deepseek_v2_published_sizes() -> None:
+    # arXiv:2405.04434: 236B total, 21B activated per token (without the input embedding,
+    # 0.52B, which the estimator counts): 1 % on the total, 3 % on the active count.
+    assert arithmetic.num_moe_layers(DEEPSEEK_V2) == 59
+    assert_allclose(arithmetic.total_parameters(DEEPSEEK_V2), 236e9, rtol=0.01)
+    embedding = 102400 * 5120
+    assert_allclose(arithmetic.active_parameters(DEEPSEEK_V2) - embedding, 21e9, rtol=0.03)
+
+
+def test_mla_attention_flops_use_the_query_and_value_widths() -> None:
+    # Score matmul over 192-wide query/key heads, value matmul over 128-wide value heads:
+    # 2 s n (d_qk + d_v) forward per token and layer, three times that trained.
+    layers, s, n = 60, 4096, 128
+    expected = 3 * 2 * layers * s * n * (192 + 128)
+    assert_allclose(arithmetic.attention_flops_per_token(DEEPSEEK_V2), expected, rtol=1e-12)
+    # Standard attention keeps the 12 l h s of Narayanan et al. 2021, eq. 3.
+    assert_allclose(arithmetic.attention_flops_per_token(GPT3), 12 * 96 * 12288 * 2048)

@@ -11,6 +11,10 @@ from estimator.core.scenario import Scenario
 
 from .scenarios import GPT3_175B, SMALL, scenario
 
+#: DeepSeek-V3's multi-head latent attention (HF config.json names).
+MLA = {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+       "qk_rope_head_dim": 64, "v_head_dim": 128}  # fmt: skip
+
 
 def rejected(data: Any) -> ScenarioError:
     with pytest.raises(ScenarioError) as info:
@@ -48,6 +52,27 @@ def test_validate_scenario_negative_layers_message() -> None:
             "model.moe.top_k",
         ),
         ({"model": {"colour": "red"}}, "model.colour"),
+        (
+            {"model": {"mla": {"qk_nope_head_dim": 128, "v_head_dim": 128}}},
+            "model.mla.kv_lora_rank",
+        ),
+        ({"model": {"mla": {**MLA, "q_lora_rank": -1}}}, "model.mla.q_lora_rank"),
+        ({"model": {"mla": {**MLA, "rank": 4}}}, "model.mla.rank"),
+        ({"model": {"mla": MLA, "head_dim": 192}}, "model.head_dim"),
+        ({"model": {"mla": MLA, "num_kv_heads": 8}}, "model.num_kv_heads"),
+        (
+            {
+                "model": {
+                    "moe": {
+                        "num_experts": 8,
+                        "top_k": 2,
+                        "expert_ffn_hidden_size": 8,
+                        "first_dense_layers": 96,
+                    }
+                }
+            },
+            "model.moe.first_dense_layers",
+        ),
         ({"training": {"tokens": -1}}, "training.tokens"),
         ({"training": {"tokens": float("nan")}}, "training.tokens"),
         ({"training": {"precision": "int4"}}, "training.precision"),
@@ -73,6 +98,18 @@ def test_validate_scenario_negative_layers_message() -> None:
 )
 def test_validate_scenario_names_the_key(sections: dict[str, Any], key: str) -> None:
     assert rejected(scenario(GPT3_175B, **sections)).key == key
+
+
+def test_mla_sets_the_head_widths_and_first_dense_layers_count() -> None:
+    moe = {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 2048, "first_dense_layers": 3}
+    model = validate_scenario(scenario(GPT3_175B, model={"mla": MLA, "moe": moe})).model
+    assert model.mla is not None
+    assert model.head_dim == 192  # 128 from the latent + 64 rotary
+    assert model.value_head_dim == 128
+    assert model.attention_width == 96 * 192
+    assert model.output_width == 96 * 128
+    assert model.moe is not None
+    assert model.moe.first_dense_layers == 3
 
 
 def test_validate_scenario_heads_not_divisible_by_tp() -> None:
