@@ -374,10 +374,10 @@ EXPLANATIONS: list[tuple[Callable[[dict[str, Any]], bool], str]] = [
         ),
         "DeepSpeed ZeRO-3 (2021) on 384-2,240 A100s: the measured step time hardly changes "
         "with the per-GPU batch (about 81 s for 175B, 180-250 s for 530B), i.e. it is bound "
-        "by parameter gathers at roughly one 200 Gb/s NIC per GPU. The model, calibrated on "
-        "PyTorch FSDP (llm-foundry), gives each all-gather the node's aggregate NIC "
-        "bandwidth (NCCL runs one ring per NIC) and so predicts these runs too fast. Layout "
-        "flagged config_assumed by the source.",
+        "by parameter gathers at roughly one 200 Gb/s NIC per GPU, the rate the 2021-22 "
+        "stack (megatron-deepspeed-2022) gives its ZeRO-3 collectives; today's FSDP "
+        "(llm-foundry, fms-fsdp) reaches the node's aggregate NIC bandwidth. Layout flagged "
+        "config_assumed by the source.",
     ),
     (
         lambda case: (
@@ -867,7 +867,8 @@ def write_report(
         "* **In-sample**: the estimator as shipped, fitted on every case, run through the",
         "  command line by the shared `score.py`.",
         "* **Leave-one-source-out** (out of sample): for each source (a paper, a README, one",
-        "  MLPerf round...), every family is refitted without it and its cases are predicted.",
+        "  MLPerf round...), every family it measured is refitted without it and its cases",
+        "  are predicted.",
         "  A family whose only source is left out is predicted from its prior. This is the",
         "  figure to expect on a run the estimator has never seen.",
         "",

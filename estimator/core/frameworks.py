@@ -58,6 +58,12 @@ class FrameworkProfile:
     dropout : bool
         Whether the models it trains use dropout (attention and hidden): masks are stored
         and applied in both passes.
+    sharded_multi_rail : bool
+        Whether its ZeRO-3/FSDP gathers and reduce-scatters across nodes bring every NIC of
+        the node that the group has members on (NCCL's one ring per NIC, as FSDP and
+        Megatron-Core reach today: the fms-fsdp and foundry measurements at 96-512 GPUs), or
+        move at one NIC per device (DeepSpeed's ZeRO-3 of 2021, the measured rate of
+        Narayanan et al.'s table-2 rows).
     methods : tuple of str
         ``training.method.type`` values it trains (full, LoRA, QLoRA).
     freezing : bool
@@ -83,6 +89,7 @@ class FrameworkProfile:
     flash_attention: bool = True
     sequence_parallel: bool = True
     dropout: bool = False
+    sharded_multi_rail: bool = True
     methods: tuple[str, ...] = ("full",)
     freezing: bool = True
     optimizers: tuple[str, ...] = ("adamw",)
@@ -113,6 +120,7 @@ class FrameworkProfile:
                 "compiler_remat": self.compiler_remat,
                 "flash_attention": self.flash_attention,
                 "sequence_parallel": self.sequence_parallel,
+                "sharded_multi_rail": self.sharded_multi_rail,
                 "methods": list(self.methods),
                 "freezing": self.freezing,
                 "optimizers": list(self.optimizers),
@@ -216,13 +224,17 @@ PROFILES: dict[str, FrameworkProfile] = {
         # with Megatron TP and DeepSpeed's 1F1B pipeline: GLM-130B, BLOOM) and
         # FairScale/PyTorch FSDP with Megatron TP (OPT-175B's metaseq). "auto" moves on to
         # it for such a scenario when no layout of the 2021 stack fits (OPT-175B on 992
-        # A100s: without sharding nothing does), and a stated ZeRO layout runs on it.
+        # A100s: without sharding nothing does), and a stated ZeRO layout runs on it. Its
+        # ZeRO-3 collectives move at one NIC per device: DeepSpeed's ZeRO-3 rows of
+        # Narayanan et al. 2021 (table 2, 384-2,240 A100s) spent 19-27 GB/s per GPU on
+        # them, one 200 Gb/s HDR port, where the node had eight.
         replace(
             _MEGATRON_2021,
             id="megatron-deepspeed-2022",
             name="Megatron-DeepSpeed / FSDP 2022 (fp16, no FlashAttention)",
             interleaved_schedule=False,
             zero_stages=(0, 1, 2, 3),
+            sharded_multi_rail=False,
         ),
     )
 }

@@ -244,14 +244,16 @@ def _stage_share(
 
 
 def _group_link(
-    workload: Workload, size: Numeric, stride: Numeric
+    workload: Workload, size: Numeric, stride: Numeric, nics: Numeric | None = None
 ) -> tuple[FloatArray, FloatArray]:
     """(bandwidth [B/s], latency per ring step [s]) of a process group of ``size`` ranks
-    ``stride`` apart (:func:`comms.link`)."""
+    ``stride`` apart (:func:`comms.link`); ``nics`` caps the NICs per node its collectives
+    use across nodes (default: one per member of the node)."""
     efficiency = workload.efficiency
+    members = comms.members_per_node(size, stride, workload.node_size)
     return comms.link(
         comms.spans_nodes(size, stride, workload.node_size),
-        comms.members_per_node(size, stride, workload.node_size),
+        members if nics is None else np.minimum(members, nics),
         size,
         workload.intra_node_bandwidth * efficiency.intra_node_bandwidth,
         workload.inter_node_bandwidth * efficiency.inter_node_bandwidth,
@@ -336,6 +338,15 @@ def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, 
     expert_bandwidth, expert_latency = _group_link(
         workload, dp_cp / layouts.ep, layouts.tp * layouts.ep
     )
+    if not workload.framework.sharded_multi_rail:
+        # ZeRO-3 on a stack whose sharded collectives use one NIC per device.
+        sharded = layouts.zero_stage == 3
+        bandwidth = np.where(sharded, _group_link(workload, dp_cp, layouts.tp, 1.0)[0], bandwidth)
+        expert_bandwidth = np.where(
+            sharded,
+            _group_link(workload, dp_cp / layouts.ep, layouts.tp * layouts.ep, 1.0)[0],
+            expert_bandwidth,
+        )
     adapters = _adapter_parameters(workload, layouts)
 
     def gather(dense_bytes: FloatArray, expert_bytes: FloatArray) -> FloatArray:

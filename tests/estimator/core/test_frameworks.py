@@ -306,12 +306,44 @@ def test_auto_falls_back_from_the_2021_stack_only_when_no_layout_fits_on_it() ->
     result = estimate(opt)
     assert result["framework"]["id"] == "megatron-deepspeed-2022"
     assert result["fits_in_memory"]
-    assert result["parallelism"]["zero_stage"] >= 1
+    # OPT's own layout (Zhang et al. 2022, section 2.3: FSDP with Megatron-LM tensor
+    # parallelism 8, activation checkpointing): ZeRO-3 over the 124 nodes, one member each.
+    layout = result["parallelism"]
+    assert (layout["tp"], layout["pp"], layout["dp"]) == (8, 1, 124)
+    assert layout["zero_stage"] == 3
     found = search(opt, top_k=3)
     assert {row["framework"]["id"] for row in found["results"]} == {"megatron-deepspeed-2022"}
     assert estimate(scenario(GPT3_FP16, parallelism="auto"))["framework"]["id"] == (
         "megatron-lm-2021"
     )
+
+
+def test_the_2022_stack_moves_zero3_traffic_at_one_nic_per_device() -> None:
+    """DeepSpeed ZeRO-3 over 384 A100s without model parallelism (Narayanan et al. 2021,
+    table 2): eight members per node. On the 2022 stack its gathers and reduce-scatters move
+    at one NIC per device instead of the node's eight, so (latency aside) the data-parallel
+    time is eight times that of multi-rail rings; ZeRO-1 traffic is unchanged."""
+    layout = {"tp": 1, "pp": 1, "dp": 384, "micro_batch_size": 4, "zero_stage": 3,
+              "recompute": "full", "sequence_parallel": False}  # fmt: skip
+    data = scenario(GPT3_FP16, cluster={"num_gpus": 384},
+                    training={"global_batch_size": 1536}, parallelism=layout)  # fmt: skip
+    parsed = validate_scenario(data)
+    assert parsed.framework == "megatron-deepspeed-2022"
+    stated_layout = parsed.parallelism
+    assert stated_layout is not None
+    family = efficiency_for(parsed.cluster.spec.family)
+    no_latency = dataclasses.replace(family, intra_node_latency_s=0.0, inter_node_latency_s=0.0)
+    one_nic = build_workload(parsed, efficiency=no_latency)
+    rails = dataclasses.replace(
+        one_nic, framework=dataclasses.replace(one_nic.framework, sharded_multi_rail=True)
+    )
+
+    def dp_time(workload: Any, zero_stage: int) -> float:
+        stated = dataclasses.replace(stated_layout, zero_stage=zero_stage)
+        return float(evaluate_layouts(workload, Layouts.single(stated)).dp_communication[0])
+
+    assert_allclose(dp_time(one_nic, 3) / dp_time(rails, 3), 8.0, rtol=1e-9)
+    assert_allclose(dp_time(one_nic, 1), dp_time(rails, 1), rtol=1e-12)
 
 
 def test_only_a_period_stack_gives_way_when_nothing_fits() -> None:
