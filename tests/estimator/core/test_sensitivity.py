@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from typing import Any
@@ -200,8 +201,11 @@ def test_bars_are_sorted_by_cost_swing_largest_first(centred: dict[str, Any]) ->
     for item in centred["inputs"]:
         assert item["swing_cost"] == pytest.approx(abs(item["cost"][1] - item["cost"][0]), RTOL)
         assert item["low_value"] <= item["central_value"] <= item["high_value"]
-    # Not merely the declaration order: the whole-run spread outweighs the efficiency here.
-    keys = [item["key"] for item in centred["inputs"]]
+    # Not merely the declaration order: with a whole-run spread wider than the efficiency
+    # spread, the whole-run bar (declared last) comes before the efficiency bar (first).
+    wide = dataclasses.replace(ESTIMATE_CENTRED, whole_run_sigma=0.3, efficiency_sigma=0.1)
+    result = sensitivity(GPT3_175B, price_per_gpu_hour=PRICE, uncertainty=wide)
+    keys = [item["key"] for item in result["inputs"]]
     assert keys.index("whole_run") < keys.index("efficiency")
 
 
