@@ -141,10 +141,10 @@ def test_a_family_measured_only_in_fp8_takes_the_reference_bf16_to_fp8_ratio() -
 
 
 def _two_family_cases() -> list[fitting.Prepared]:
-    """Six OLMo cases (Hopper) and the shared set's first Ampere cases of two sources, their
-    'measurements' generated at known efficiencies so the fits have a definite optimum."""
-    shared = fitting.load_cases(ROOT.parent / "shared" / "calibration" / "cases.jsonl")
-    ampere = [p for p in fitting.prepare(shared) if p.family == "nvidia-ampere"]
+    """Six OLMo cases (Hopper) and the project's Ampere cases of two sources (FlashAttention,
+    fms-fsdp), their 'measurements' generated at known efficiencies so the fits have a
+    definite optimum."""
+    ampere = [p for p in fitting.prepare(project_cases()) if p.family == "nvidia-ampere"]
     sources = sorted({p.source for p in ampere})[:2]
     picked = [p for s in sources for p in [q for q in ampere if q.source == s][:3]]
     hopper = [c for c in project_cases() if c["id"].startswith("olmo")][:6]
