@@ -173,6 +173,7 @@ def link(
     inter_bandwidth: float,
     intra_latency: float,
     inter_latency: float,
+    nics: Numeric | None = None,
 ) -> tuple[FloatArray, FloatArray]:
     """Effective (bandwidth, latency per ring step) of a ring over a group.
 
@@ -197,6 +198,10 @@ def link(
         Achieved bus bandwidth of the fast link, and of one device's NIC. [B/s]
     intra_latency, inter_latency : float
         alpha of a fast-link hop and of a node crossing. [s]
+    nics : array_like, optional
+        NICs a node brings to the group's crossings when fewer than its k members (a
+        stack whose collectives use one NIC per device); the ring's hops, and so its
+        latency, stay those of the k members. [1]
 
     Returns
     -------
@@ -205,7 +210,8 @@ def link(
     """
     members = np.asarray(members, dtype=np.float64)
     size = np.maximum(np.asarray(group_size, dtype=np.float64), 1.0)
-    scale_out = np.minimum(intra_bandwidth, members * inter_bandwidth)
+    rails = members if nics is None else np.minimum(members, nics)
+    scale_out = np.minimum(intra_bandwidth, rails * inter_bandwidth)
     bandwidth = np.where(spans, scale_out, intra_bandwidth)
     crossings = size / members
     mixed = ((size - crossings) * intra_latency + crossings * inter_latency) / np.maximum(

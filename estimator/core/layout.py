@@ -247,18 +247,18 @@ def _group_link(
     workload: Workload, size: Numeric, stride: Numeric, nics: Numeric | None = None
 ) -> tuple[FloatArray, FloatArray]:
     """(bandwidth [B/s], latency per ring step [s]) of a process group of ``size`` ranks
-    ``stride`` apart (:func:`comms.link`); ``nics`` caps the NICs per node its collectives
-    use across nodes (default: one per member of the node)."""
+    ``stride`` apart (:func:`comms.link`); ``nics`` caps the NICs per node its node
+    crossings use (default: one per member of the node)."""
     efficiency = workload.efficiency
-    members = comms.members_per_node(size, stride, workload.node_size)
     return comms.link(
         comms.spans_nodes(size, stride, workload.node_size),
-        members if nics is None else np.minimum(members, nics),
+        comms.members_per_node(size, stride, workload.node_size),
         size,
         workload.intra_node_bandwidth * efficiency.intra_node_bandwidth,
         workload.inter_node_bandwidth * efficiency.inter_node_bandwidth,
         efficiency.intra_node_latency_s,
         efficiency.inter_node_latency_s,
+        nics,
     )
 
 
@@ -334,19 +334,14 @@ def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, 
     dense, expert = memory.stage_parameters(workload.model, layouts.tp, layouts.pp, layouts.ep)
     dp_cp = layouts.dp * layouts.cp
     collectives = memory.layers_per_stage(workload.model.num_layers, layouts.pp) + 1.0
-    bandwidth, latency = _group_link(workload, dp_cp, layouts.tp)
-    expert_bandwidth, expert_latency = _group_link(
-        workload, dp_cp / layouts.ep, layouts.tp * layouts.ep
-    )
+    # ZeRO-3 on a stack whose sharded collectives use one NIC per device.
+    nics = None
     if not workload.framework.sharded_multi_rail:
-        # ZeRO-3 on a stack whose sharded collectives use one NIC per device.
-        sharded = layouts.zero_stage == 3
-        bandwidth = np.where(sharded, _group_link(workload, dp_cp, layouts.tp, 1.0)[0], bandwidth)
-        expert_bandwidth = np.where(
-            sharded,
-            _group_link(workload, dp_cp / layouts.ep, layouts.tp * layouts.ep, 1.0)[0],
-            expert_bandwidth,
-        )
+        nics = np.where(layouts.zero_stage == 3, 1.0, np.inf)
+    bandwidth, latency = _group_link(workload, dp_cp, layouts.tp, nics)
+    expert_bandwidth, expert_latency = _group_link(
+        workload, dp_cp / layouts.ep, layouts.tp * layouts.ep, nics
+    )
     adapters = _adapter_parameters(workload, layouts)
 
     def gather(dense_bytes: FloatArray, expert_bytes: FloatArray) -> FloatArray:

@@ -61,6 +61,16 @@ def test_link_latency_sums_hops_along_the_ring() -> None:
     assert_allclose(latency * np.array([63, 7]), [8 * 1e-5 + 56 * 2e-6, 7 * 2e-6], rtol=1e-12)
 
 
+def test_link_nics_cap_the_crossing_bandwidth_but_not_the_ring_hops() -> None:
+    # 64 ranks, 8 per node, on a stack using one NIC per device: one NIC's bandwidth, the
+    # same 8 node crossings and 56 NVLink hops as with eight; a group inside a node keeps
+    # the fast link.
+    args = (np.array([True, False]), np.array([8, 8]), np.array([64, 8]), 300e9, 25e9, 2e-6, 1e-5)
+    bandwidth, latency = comms.link(*args, nics=1.0)
+    assert_allclose(bandwidth, [25e9, 300e9])
+    assert_allclose(latency, comms.link(*args)[1], rtol=1e-12)
+
+
 def test_exposed_time_hides_overlap_share_of_shorter() -> None:
     assert_allclose(
         comms.exposed_time(np.array([1.0, 3.0]), np.array([2.0, 2.0]), 0.75), np.array([0.25, 1.5])
