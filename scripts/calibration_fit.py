@@ -319,8 +319,8 @@ def fits_without(
     source: str, prepared: Sequence[Prepared], whole: dict[str, dict[str, float]]
 ) -> dict[str, dict[str, float]]:
     """The fits with ``source`` left out. Only the families it measured change: the others
-    keep the whole fit (refitting them from it on the same cases would return it), and a
-    family whose only source it is has no fit (its prior)."""
+    keep the whole fit (refitting them from it on the same cases returns it, to the fit's
+    tolerance), and a family whose only source it is has no fit (its prior)."""
     touched = {p.family for p in prepared if p.source == source}
     kept = [p for p in prepared if p.source != source and p.family in touched]
     untouched = {family: fit for family, fit in whole.items() if family not in touched}
