@@ -178,14 +178,11 @@ def attention_gemm_shapes(model: ModelConfig, tp: FloatArray, one: FloatArray) -
     out_projection: GemmShape = (one, out_width / tp, h, one, 1.0)
     mla = model.mla
     if mla is None:
-        kv_width = np.maximum(model.num_kv_heads / tp, 1.0) * (
-            model.head_dim + model.value_head_dim
-        )
+        kv_width = arithmetic.kv_width_per_device(model, tp)
         return [(one, h, q_width / tp + kv_width, one, 1.0), out_projection]
     heads_kv = model.num_attention_heads * (mla.qk_nope_head_dim + mla.v_head_dim) * one
-    down = (mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim) * one
     shapes: list[GemmShape] = [
-        (one, h, down, one, 1.0),
+        (one, h, mla.latent_width * one, one, 1.0),
         (one, mla.kv_lora_rank * one, heads_kv / tp, one, 1.0),
         out_projection,
     ]

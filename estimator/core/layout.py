@@ -291,8 +291,7 @@ def _context_and_expert_time(
     model, value_bytes = workload.model, workload.activation_bytes
     bandwidth, latency = _group_link(workload, layouts.cp, layouts.tp)
     # K and V blocks of this device's heads.
-    kv_heads = np.maximum(model.num_kv_heads / layouts.tp, 1.0)
-    kv = tokens * kv_heads * (model.head_dim + model.value_head_dim) * value_bytes
+    kv = tokens * arithmetic.kv_width_per_device(model, layouts.tp) * value_bytes
     rounds = _per_layer_count(CP_EXCHANGES_FORWARD, CP_EXCHANGES_BACKWARD, layouts.recompute)
     ring = layers * rounds * (layouts.cp - 1) * comms.p2p_time(kv, bandwidth, latency)
     context = comms.exposed_time(ring, micro_batch.attention, workload.software.overlap)

@@ -498,16 +498,14 @@ def activation_bytes_per_layer(
         * (OUTSIDE_TP_VALUES * value_bytes + masks)
         / np.where(sequence_parallel, tp, 1.0)
     )
-    kv_heads = np.maximum(model.num_kv_heads / tp, 1.0)
     # Q and the output projection's input, K and V (the heads of this device).
-    widths = (model.attention_width + model.output_width) / tp + kv_heads * (
-        model.head_dim + model.value_head_dim
+    widths = (model.attention_width + model.output_width) / tp + arithmetic.kv_width_per_device(
+        model, tp
     )
     if model.mla is not None:
         # MLA also keeps the up-projections' inputs: the query and KV latents (with the
         # rotary key), whole on every tensor-parallel rank.
-        mla = model.mla
-        widths = widths + mla.q_lora_rank + mla.kv_lora_rank + mla.qk_rope_head_dim
+        widths = widths + model.mla.latent_width
     attention = tokens * value_bytes * widths
     mlp = tokens * value_bytes * _mlp_values_per_token(model) / tp
     # Softmax output and its dropped-out copy, plus the dropout mask, per score.

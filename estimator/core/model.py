@@ -13,6 +13,9 @@ Conventions (see docs/methodology.md):
 
 from __future__ import annotations
 
+import numpy as np
+
+from estimator.core._types import FloatArray, Numeric
 from estimator.core.constants import (
     ATTENTION_SCORE_TRAINING_FLOPS,
     FORWARD_BACKWARD_PASSES,
@@ -58,6 +61,25 @@ def attention_parameters(model: ModelConfig) -> int:
         mla.qk_nope_head_dim + mla.v_head_dim
     )
     return query + key_value + model.output_width * h
+
+
+def kv_width_per_device(model: ModelConfig, tp: Numeric) -> FloatArray:
+    """Key plus value width one tensor-parallel rank holds per token.
+
+    Parameters
+    ----------
+    model : ModelConfig
+        Transformer shape: n_kv, d_head and the value head (MLA's d_v).
+    tp : array_like
+        Tensor-parallel size t; KV heads are replicated once t exceeds them. [devices]
+
+    Returns
+    -------
+    ndarray
+        max(n_kv / t, 1) (d_head + d_v). [elements]
+    """
+    heads = np.maximum(model.num_kv_heads / np.asarray(tp, dtype=np.float64), 1.0)
+    return heads * (model.head_dim + model.value_head_dim)
 
 
 def mlp_parameters(hidden_size: int, ffn_hidden_size: int, gated: bool) -> int:

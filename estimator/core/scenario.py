@@ -64,6 +64,12 @@ class MLAConfig:
     v_head_dim: int
     q_lora_rank: int = 0
 
+    @property
+    def latent_width(self) -> int:
+        """Width the down-projections produce per token: the query latent, the KV latent
+        and the shared rotary key (whole on every tensor-parallel rank). [elements]"""
+        return self.q_lora_rank + self.kv_lora_rank + self.qk_rope_head_dim
+
 
 @dataclass(frozen=True)
 class ModelConfig:
