@@ -679,8 +679,9 @@ def whole_run_section(path: Path) -> list[str]:
         "(`estimator/calibration/whole_runs.jsonl`, with its source and what its figure "
         "covers) is estimated with its layout left to the search. The one fitted figure, the "
         f"share of the allocation held idle, is **{record['allocation_idle']:.1%}** "
-        "(source-balanced median); out of sample, each publication's runs use the share "
-        "fitted on the others. The Monte Carlo adds a lognormal whole-run factor of log-sd "
+        "(Hodges-Lehmann centre of the publications' median log ratios); out of sample, "
+        "each publication's runs use the share fitted on the others. The Monte Carlo adds a "
+        "lognormal whole-run factor of log-sd "
         f"**{record['sigma']}** (the scatter of the out-of-sample residuals beyond the "
         "efficiency spread); its P10-P90 band of GPU-hours, centred on the out-of-sample "
         f"prediction, covers **{covered} of {len(scored)}** fitted runs.",
@@ -693,7 +694,8 @@ def whole_run_section(path: Path) -> list[str]:
         "",
         "Runs whose figure is not a whole pre-training run are listed but not fitted: "
         "`throughput_based` (the publication computed it from steady-state throughput) and "
-        "`includes_other_phases` (post-training or distillation included).",
+        "`includes_other_phases` (post-training or distillation included); and runs another "
+        "publication of the same team contradicts (`contradicted_by_publication`).",
         "",
         "| run | cluster | tokens | published GPU-hours | steady state | whole run in-sample "
         "| out-of-sample | band (P10 to P90) | covered | fit | source |",
@@ -825,6 +827,28 @@ def search_section(gains: list[SearchGain]) -> list[str]:
     ]
 
 
+def not_scored_section(unscored: Sequence[dict[str, Any]]) -> list[str]:
+    """The cases listed in the files that neither count nor take part in the fit, and why
+    (``calibration_fit.unscored_reason``, with the case's ``excluded_because``)."""
+    if not unscored:
+        return []
+    rows = [
+        f"| `{c['id']}` | {fitting.unscored_reason(c)} | {c.get('excluded_because', '')} |"
+        for c in unscored
+    ]
+    return [
+        "## Cases not scored",
+        "",
+        "Listed in the case files but neither scored nor fitted: the reason, and for an "
+        "excluding flag the evidence.",
+        "",
+        "| case | reason | evidence |",
+        "| --- | --- | --- |",
+        *rows,
+        "",
+    ]
+
+
 def write_report(
     path: Path,
     results: list[CaseResult],
@@ -832,6 +856,7 @@ def write_report(
     fit: dict[str, Any],
     gains: list[SearchGain],
     auto_everywhere: tuple[list[CaseResult], list[CaseResult]],
+    unscored: Sequence[dict[str, Any]] = (),
 ) -> None:
     """Write ``docs/accuracy.md``.
 
@@ -849,6 +874,8 @@ def write_report(
         :func:`search_gains`.
     auto_everywhere : (list of CaseResult, list of CaseResult)
         :func:`auto_results`.
+    unscored : sequence of dict
+        The cases that do not count (:func:`not_scored_section`).
     """
     stated = [r for r in results if _stated(r)]
     stated_out = [r for r in out_of_sample if _stated(r)]
@@ -918,6 +945,7 @@ def write_report(
         *finetune_section(),
         *auto_section(auto),
         *search_section(gains),
+        *not_scored_section(unscored),
     ]
     path.write_text("\n".join(lines), encoding="utf-8")
 
@@ -1143,7 +1171,8 @@ def main(argv: list[str] | None = None) -> int:
     counted = [c for c in cases if fitting.scored(c)]
     gains = search_gains(counted)
     everywhere = auto_results(counted, out_of_sample)
-    write_report(args.output, results, out_results, fit, gains, everywhere)
+    unscored = [c for c in cases if not fitting.scored(c)]
+    write_report(args.output, results, out_results, fit, gains, everywhere, unscored)
     for line in summary_lines(results, out_results):
         print(line)
     print(

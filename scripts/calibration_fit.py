@@ -41,8 +41,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT_CASES = ROOT / "estimator" / "calibration" / "cases"
 #: Phi^-1(0.9): a lognormal with this log-sd puts 80 % of its mass within +-1.2816 sigma.
 Z_80 = 1.2815515655446004
-#: Flags that keep a case out of the fit and the scores (the scenario cannot express it).
-EXCLUDED_FLAGS = ("int8_training",)
+#: Flags that keep a case out of the fit and the scores: the scenario cannot express it
+#: (int8 training), or another publication of the same team contradicts its figure (the case
+#: says how in ``excluded_because``).
+EXCLUDED_FLAGS = ("int8_training", "contradicted_by_publication")
 #: The smallest spread a family is given, however well its few sources agree.
 MIN_SIGMA = 0.05
 

@@ -90,7 +90,7 @@ def manage(env: dict[str, str], *args: str) -> None:
     subprocess.run([str(BIN / "python"), "manage.py", *args], cwd=ROOT, env=env, check=True)
 
 
-def server_errors(log_path: Path, limit: int = 20_000) -> str:
+def server_errors(log_path: Path, limit: int = 6_000) -> str:
     """The ERROR records of the server log, each with the traceback lines that follow it:
     what a 500 was, which the log's tail alone may no longer hold."""
     records: list[str] = []
@@ -153,7 +153,10 @@ def token_for(base_url: str, username: str) -> str:
         return str(json.load(response)["token"])
 
 
-def schemathesis(base_url: str, token: str, options: argparse.Namespace, work_dir: Path) -> int:
+def schemathesis(
+    base_url: str, token: str, options: argparse.Namespace, work_dir: Path
+) -> tuple[int, str]:
+    """Run schemathesis, echoing its output as it comes; its exit status and the output."""
     command = [
         str(BIN / "schemathesis"),
         "run",
@@ -172,7 +175,24 @@ def schemathesis(base_url: str, token: str, options: argparse.Namespace, work_di
         *(["--seed", str(options.seed)] if options.seed is not None else []),
     ]
     # Run in the throwaway folder: schemathesis keeps its cache in ./.schemathesis.
-    return subprocess.run(command, cwd=work_dir, check=False).returncode
+    lines: list[str] = []
+    with subprocess.Popen(
+        command, cwd=work_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as process:
+        assert process.stdout is not None
+        for line in process.stdout:
+            sys.stdout.write(line)
+            lines.append(line)
+    sys.stdout.flush()
+    return process.returncode, "".join(lines)
+
+
+def findings(output: str, limit: int = 8_000) -> str:
+    """What schemathesis reported as failing: its output from the FAILURES section on (or
+    the whole output's tail when it has none), cut to ``limit`` characters."""
+    start = output.find("FAILURES")
+    found = output[output.rfind("\n", 0, start) + 1 :] if start >= 0 else output
+    return found if len(found) <= limit else found[:limit] + "\n[...]"
 
 
 def main() -> int:
@@ -194,16 +214,20 @@ def main() -> int:
         manage(env, "migrate", "--noinput", "-v0")
         manage(env, "load_demo")
         log_path = var_dir / "server.log"
-        failed: list[str] = []
+        failed: dict[str, str] = {}
         with live_server(env, log_path) as base_url:
             for username in options.users.split(","):
                 print(f"\n=== schemathesis as {username} against {base_url}", flush=True)
                 token = token_for(base_url, username)
-                if schemathesis(base_url, token, options, var_dir) != 0:
-                    failed.append(username)
+                code, output = schemathesis(base_url, token, options, var_dir)
+                if code != 0:
+                    failed[username] = output
         if failed:
-            print(f"\n--- server errors with their tracebacks\n{server_errors(log_path)}")
+            # Last, so that a CI log cut to its head and tail still shows what failed.
             print(f"\n--- server log (last 3000 characters)\n{log_path.read_text()[-3000:]}")
+            print(f"\n--- server errors with their tracebacks\n{server_errors(log_path)}")
+            for username, output in failed.items():
+                print(f"\n--- what schemathesis found as {username}\n{findings(output)}")
     elapsed = time.monotonic() - started
     outcome = f"findings as {', '.join(failed)}" if failed else "no findings"
     print(f"\n[schemathesis_check] {outcome} in {elapsed:.0f} s")

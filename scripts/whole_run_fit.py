@@ -4,16 +4,21 @@ Reads ``estimator/calibration/whole_runs.jsonl`` (one published run per line: a 
 with the run's token count and cluster, the GPU-hours the publication reports and what they
 cover). For every run it estimates the whole run with no allocation idle (steady state,
 checkpoints, failures, evaluation, ramp-up, stragglers: :mod:`estimator.core.wholerun`) and
-fits the one free figure, the share of the allocation held idle, as the source-balanced
-median of measured / modelled wall clock (the median over publications of each
-publication's median log ratio). The spread of published runs around the model that the
-efficiency spread does not explain becomes the Monte Carlo's ``whole_run_sigma``.
+fits the one free figure, the share of the allocation held idle, from the log ratios of
+measured / modelled wall clock, balanced over publications: each publication's median,
+then the Hodges-Lehmann estimate of their centre (the median of all pairwise means). With a
+dozen publications the plain median of medians jumps with whichever one is left out; the
+Hodges-Lehmann estimate is as robust to one wild publication and far steadier (Hollander
+and Wolfe, "Nonparametric Statistical Methods", 3rd ed., section 3.2). The spread of
+published runs around the model that the efficiency spread does not explain becomes the
+Monte Carlo's ``whole_run_sigma``.
 
 Leave-one-source-out: each publication's runs are predicted with the idle share fitted on
 the other publications, and the Monte Carlo band is checked on them. Runs whose figure is
 not a whole pre-training run (flags ``throughput_based``: computed from steady-state
-throughput; ``includes_other_phases``: pre-training plus post-training or distillation) are
-listed and scored but not fitted.
+throughput; ``includes_other_phases``: pre-training plus post-training or distillation) or
+that another publication of the same team contradicts (``contradicted_by_publication``)
+are listed and scored but not fitted.
 
 Writes ``estimator/data/whole_run.json``; ``scripts/accuracy_report.py`` renders it.
 """
@@ -40,7 +45,7 @@ from estimator.core.validation import validate_scenario  # noqa: E402
 from estimator.core.wholerun import FIT_PATH  # noqa: E402
 
 RUNS = ROOT / "estimator" / "calibration" / "whole_runs.jsonl"
-NOT_FITTED_FLAGS = ("throughput_based", "includes_other_phases")
+NOT_FITTED_FLAGS = ("throughput_based", "includes_other_phases", "contradicted_by_publication")
 Z_80 = 1.2816
 MAX_IDLE = 0.5
 SAMPLES = 2000
@@ -69,8 +74,11 @@ def measured_days(run: dict[str, Any]) -> float:
 
 
 def balanced_log_ratio(logs: dict[str, list[float]]) -> float:
-    """Median over sources of each source's median log ratio."""
-    return statistics.median(statistics.median(v) for v in logs.values())
+    """Hodges-Lehmann centre of the sources' median log ratios: the median of the means of
+    every pair of sources, each source with itself included."""
+    medians = [statistics.median(v) for v in logs.values()]
+    walsh = [(a + b) / 2.0 for i, a in enumerate(medians) for b in medians[i:]]
+    return statistics.median(walsh)
 
 
 def idle_from(log_ratio: float) -> float:

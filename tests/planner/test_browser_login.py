@@ -17,11 +17,17 @@ def test_demo_requester_logs_in_and_out(live_server, browser, screenshot) -> Non
     browser.find_element(By.ID, "id_username").send_keys("maya")
     browser.find_element(By.ID, "id_password").send_keys("maya-demo-pass")
     screenshot("filled")
+    page = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.CSS_SELECTOR, "form.form button[type=submit]").click()
+    WebDriverWait(browser, 10).until(page_replaced(page))
     who = browser.find_element(By.CSS_SELECTOR, "[data-testid=current-user]")
     assert who.text == "Maya Lindqvist"
     screenshot("logged-in")
+    # Wait for the page after logging out: the logged-in page has an ".account a" too, and
+    # reading it while the browser navigates away fails as a stale element.
+    page = browser.find_element(By.TAG_NAME, "html")
     browser.find_element(By.CSS_SELECTOR, "header form button").click()
+    WebDriverWait(browser, 10).until(page_replaced(page))
     assert browser.find_element(By.CSS_SELECTOR, ".account a").text == "Log in"
     assert not browser.find_elements(By.CSS_SELECTOR, "[data-testid=current-user]")
 

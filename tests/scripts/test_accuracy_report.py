@@ -115,3 +115,15 @@ def test_the_report_stops_before_scoring_when_the_constant_differs(
     assert report.main([str(SHARED_CASES.parent), "--output", str(output)]) == 1
     assert not output.exists()
     assert "UNMEASURED_SIGMA" in capsys.readouterr().err
+
+
+def test_cases_not_scored_are_listed_with_their_reason_and_evidence() -> None:
+    case = {
+        "id": "x",
+        "flags": ["contradicted_by_publication"],
+        "measured": {"tokens_per_s_per_gpu": 1.0},
+        "excluded_because": "the paper says half",
+    }
+    lines = report.not_scored_section([case])
+    assert "| `x` | flag contradicted_by_publication | the paper says half |" in lines
+    assert report.not_scored_section([]) == []

@@ -51,6 +51,15 @@ def test_every_project_case_is_scored_or_says_why_not() -> None:
     assert all(v for v in unscored.values())
 
 
+def test_a_case_another_publication_contradicts_says_how() -> None:
+    # The flag keeps it out of the fit and the scores; the report shows the evidence.
+    flagged = [c for c in project_cases() if "contradicted_by_publication" in c["flags"]]
+    assert flagged  # the ORNL Crusher log (2.2x its author's published figure)
+    for case in flagged:
+        assert fitting.unscored_reason(case) == "flag contradicted_by_publication"
+        assert len(case.get("excluded_because", "")) > 40, case["id"]
+
+
 def test_balanced_loss_weighs_each_source_the_same() -> None:
     # One source with 3 rows of error 0.3, another with 1 row of error 0.1: (0.3 + 0.1) / 2.
     loss = fitting.balanced_loss([0.3, -0.3, 0.3, 0.1], ["a", "a", "a", "b"])

@@ -40,6 +40,7 @@ def test_every_published_run_has_a_source_and_a_valid_scenario() -> None:
         (["config_assumed"], True),
         (["throughput_based"], False),
         (["config_assumed", "includes_other_phases"], False),
+        (["config_assumed", "contradicted_by_publication"], False),
     ],
 )
 def test_only_whole_pretraining_runs_are_fitted(flags: list[str], expected: bool) -> None:
@@ -58,9 +59,17 @@ def test_idle_from_clamps_to_its_range() -> None:
 
 
 def test_balanced_log_ratio_weighs_each_source_once() -> None:
-    # Source a: median of (0.1, 0.2, 0.9) = 0.2; b: 0.6; c: 0.4; median of medians 0.4.
+    # Source a: median of (0.1, 0.2, 0.9) = 0.2; b: 0.6; c: 0.4. Pairwise means (each with
+    # itself too): 0.2 0.3 0.4 0.4 0.5 0.6, median 0.4 - a's three runs count as one source.
     logs = {"a": [0.1, 0.2, 0.9], "b": [0.6], "c": [0.4]}
     assert_allclose(fitting.balanced_log_ratio(logs), 0.4, rtol=1e-12)
+
+
+def test_balanced_log_ratio_is_the_hodges_lehmann_centre() -> None:
+    # Source medians 0, 0, 1: the median of medians would be 0; the pairwise means are
+    # 0 0 0 0.5 0.5 1 (Hollander and Wolfe, section 3.2), whose median is 0.25.
+    logs = {"a": [0.0], "b": [0.0, -0.1, 0.1], "c": [1.0]}
+    assert_allclose(fitting.balanced_log_ratio(logs), 0.25, rtol=1e-12)
 
 
 def test_fit_recovers_the_idle_share_that_generated_the_runs() -> None:
