@@ -1161,17 +1161,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 1
     predicted, _ = in_sample(args.calibration_dir, args.jobs)
+    counted: list[dict[str, Any]] = []
+    unscored: list[dict[str, Any]] = []
+    for case in cases:  # one validation per case: scored() validates the scenario
+        (counted if fitting.scored(case) else unscored).append(case)
     results = [
         CaseResult(c, float(c["measured"]["tokens_per_s_per_gpu"]), predicted.get(c["id"]))
-        for c in cases
-        if fitting.scored(c)
+        for c in counted
     ]
     out_of_sample = dict(fit.get("out_of_sample", {}))
     out_results = [CaseResult(r.case, r.measured, out_of_sample.get(r.case["id"])) for r in results]
-    counted = [c for c in cases if fitting.scored(c)]
     gains = search_gains(counted)
     everywhere = auto_results(counted, out_of_sample)
-    unscored = [c for c in cases if not fitting.scored(c)]
     write_report(args.output, results, out_results, fit, gains, everywhere, unscored)
     for line in summary_lines(results, out_results):
         print(line)

@@ -188,8 +188,8 @@ def schemathesis(
 
 
 def findings(output: str, limit: int = 8_000) -> str:
-    """What schemathesis reported as failing: its output from the FAILURES section on (or
-    the whole output's tail when it has none), cut to ``limit`` characters."""
+    """What schemathesis reported as failing: its output from the FAILURES section on (the
+    whole output when it has none), cut to its first ``limit`` characters."""
     start = output.find("FAILURES")
     found = output[output.rfind("\n", 0, start) + 1 :] if start >= 0 else output
     return found if len(found) <= limit else found[:limit] + "\n[...]"
