@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -110,7 +111,8 @@ def server_errors(log_path: Path, limit: int = 6_000) -> str:
 
 @contextmanager
 def live_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
-    """gunicorn on a free port, one process with threads (SQLite allows one writer)."""
+    """gunicorn on a free port, one process with threads (SQLite allows one writer), keeping
+    idle connections open."""
     port = free_port()
     command = [
         str(BIN / "gunicorn"),
@@ -119,6 +121,12 @@ def live_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
         "--workers=1",
         "--threads=4",
         "--timeout=120",
+        # gunicorn closes a connection idle for 2 s by default; schemathesis keeps its
+        # connections open between requests and pauses longer than that while it generates
+        # data, so a request sent just as the server closes the connection failed as a network
+        # error now and then (the keep-alive race). Keep idle connections for longer than the
+        # fuzzer ever pauses.
+        "--keep-alive=120",
     ]
     with log_path.open("wb") as log:
         server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -174,7 +182,7 @@ def schemathesis(
         "--no-color",
         *(["--seed", str(options.seed)] if options.seed is not None else []),
     ]
-    # Run in the throwaway folder: schemathesis keeps its cache in ./.schemathesis.
+    # Run in the user's own throwaway folder: schemathesis keeps its cache in ./.schemathesis.
     lines: list[str] = []
     with subprocess.Popen(
         command, cwd=work_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
@@ -187,12 +195,54 @@ def schemathesis(
     return process.returncode, "".join(lines)
 
 
+SECTION = re.compile(r"^=+ (?P<name>[^=\s][^=]*?) =+$")
+
+
+def sections(output: str) -> list[tuple[str, str]]:
+    """schemathesis's output split at its ``=== NAME ===`` rules: (name, text) pairs, the
+    text before the first rule (the header and one line per phase) named ``""``."""
+    parts: list[tuple[str, list[str]]] = [("", [])]
+    for line in output.splitlines(keepends=True):
+        match = SECTION.match(line.strip())
+        if match:
+            parts.append((match["name"], []))
+        parts[-1][1].append(line)
+    return [(name, "".join(lines)) for name, lines in parts if lines]
+
+
 def findings(output: str, limit: int = 8_000) -> str:
-    """What schemathesis reported as failing: its output from the FAILURES section on (the
-    whole output when it has none), cut to its first ``limit`` characters."""
-    start = output.find("FAILURES")
-    found = output[output.rfind("\n", 0, start) + 1 :] if start >= 0 else output
-    return found if len(found) <= limit else found[:limit] + "\n[...]"
+    """What schemathesis reported, without its advice: the header with each phase's outcome,
+    the FAILURES and ERRORS sections (cut to ``limit`` characters together), then the SUMMARY
+    and the closing line in full. The WARNINGS section (links it could not follow, schema
+    mismatches) is left out: it is the same on a green run and would push the rest out of a
+    log cut to its head and tail."""
+    body: list[str] = []
+    summary: list[str] = []
+    for name, text in sections(output):
+        if name == "WARNINGS":
+            continue
+        (summary if summary or name == "SUMMARY" else body).append(text)
+    found = "".join(body)
+    if len(found) > limit:
+        found = found[:limit] + "\n[...]\n"
+    return found + "".join(summary)
+
+
+def digest(output: str, max_lines: int = 14) -> str:
+    """A few lines that say what failed, for the very end of a CI log that keeps only its last
+    few dozen lines: the first ``max_lines`` non-blank lines of the ERRORS and FAILURES
+    sections, then the summary's ``Failures:`` and ``Errors:`` counts."""
+    found: list[str] = []
+    counts: list[str] = []
+    for name, text in sections(output):
+        lines = [line.rstrip() for line in text.splitlines()[1:] if line.strip()]
+        if name in {"ERRORS", "FAILURES"}:
+            found += [name, *lines[:max_lines]]
+        elif name == "SUMMARY":
+            counts = [
+                line for line in lines if line.startswith(("Failures:", "Errors:", "  ❌", "  🚫"))
+            ]
+    return "\n".join(found + counts) or findings(output)[-1_500:]
 
 
 def main() -> int:
@@ -219,7 +269,12 @@ def main() -> int:
             for username in options.users.split(","):
                 print(f"\n=== schemathesis as {username} against {base_url}", flush=True)
                 token = token_for(base_url, username)
-                code, output = schemathesis(base_url, token, options, var_dir)
+                # A folder of its own: schemathesis keeps a cache in ./.schemathesis and
+                # replays the requests cached there (the ids they created) in the next run,
+                # which would carry one user's objects into the next user's run.
+                work_dir = var_dir / f"schemathesis-{username}"
+                work_dir.mkdir()
+                code, output = schemathesis(base_url, token, options, work_dir)
                 if code != 0:
                     failed[username] = output
         if failed:
@@ -228,6 +283,8 @@ def main() -> int:
             print(f"\n--- server errors with their tracebacks\n{server_errors(log_path)}")
             for username, output in failed.items():
                 print(f"\n--- what schemathesis found as {username}\n{findings(output)}")
+            for username, output in failed.items():
+                print(f"\n--- in short, as {username}\n{digest(output)}")
     elapsed = time.monotonic() - started
     outcome = f"findings as {', '.join(failed)}" if failed else "no findings"
     print(f"\n[schemathesis_check] {outcome} in {elapsed:.0f} s")

@@ -208,6 +208,12 @@ ERROR_RESPONSES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("404", "No such object (or not visible to you), or no such page.", None),
     ("409", "Refused by the object's current state.", WRITE_METHODS),
     ("413", "Request body too large.", BODY_METHODS),
+    (
+        "414",
+        "Request line too long (gunicorn refuses lines over 4,094 bytes): send fewer or "
+        "shorter query parameters. The web server answers it, as HTML.",
+        None,
+    ),
     ("429", "Too many requests; try again later.", None),
     ("503", "A service TrainPlan needs (the database) is unavailable; try again later.", None),
 )
@@ -232,7 +238,13 @@ def error_responses_hook(
     return result
 
 
+#: Answered by the web server before the request reaches Django: no JSON body.
+SERVER_ANSWERS = frozenset({"414"})
+
+
 def error_response(code: str, description: str) -> dict[str, Any]:
+    if code in SERVER_ANSWERS:
+        return {"description": description}
     name = "InvalidInput" if code == "400" else "Error"
     schema = {"$ref": f"#/components/schemas/{name}"}
     return {"description": description, "content": {"application/json": {"schema": schema}}}
