@@ -229,16 +229,40 @@ def layer_gemm_shapes(workload: Workload, tp: Numeric, ep: Numeric) -> list[Gemm
         f, moe = model.moe.expert_ffn_hidden_size * one, 1.0 - dense
         rows = model.moe.top_k * ep / model.moe.num_experts
         experts = moe * model.moe.num_experts / ep
-        shared = moe * model.moe.num_shared_experts
         routed_slowdown = (1.0 + software.moe_load_imbalance) / software.grouped_gemm
         shapes += [
             (one, h, model.moe.num_experts * one, moe, 1.0),  # router logits
             (rows, h, up * f / tp, experts, routed_slowdown),
             (rows, f / tp, h, experts, routed_slowdown),
-            (one, h, up * f / tp, shared, 1.0),
-            (one, f / tp, h, shared, 1.0),
+            *shared_expert_shapes(model, tp, one),
         ]
     return shapes
+
+
+def shared_expert_shapes(model: ModelConfig, tp: FloatArray, one: FloatArray) -> list[GemmShape]:
+    """The shared experts' matmuls of one layer's forward on one device (none without MoE or
+    shared experts), weighted by the MoE layers' share of layers: every token runs them, up
+    (and gate) then down, split over the tensor-parallel group. Same tuple as
+    :func:`layer_gemm_shapes`."""
+    if model.moe is None or model.moe.num_shared_experts == 0:
+        return []
+    up = 2.0 if model.gated_mlp else 1.0
+    h, f = model.hidden_size * one, model.moe.expert_ffn_hidden_size * one
+    shared = arithmetic.num_moe_layers(model) / model.num_layers * model.moe.num_shared_experts
+    return [(one, h, up * f / tp, shared * one, 1.0), (one, f / tp, h, shared * one, 1.0)]
+
+
+def shared_expert_time(workload: Workload, tokens: Numeric, tp: Numeric) -> FloatArray:
+    """Forward time of one layer's shared experts for one micro-batch (MoE-layer weighted),
+    the compute the expert all-to-alls can hide behind. [s]"""
+    one = np.ones(np.broadcast(tokens, tp).shape)
+    total: FloatArray = np.zeros_like(one)
+    for rows, k, n, count, slowdown in shared_expert_shapes(workload.model, one * tp, one):
+        m = rows * np.asarray(tokens, dtype=np.float64)
+        total = total + count * slowdown * (
+            gemm_flop_time(workload, m, k, n) + gemm_byte_time(workload, m, k, n)
+        )
+    return total
 
 
 def layer_gemm_time(

@@ -6,8 +6,8 @@ Gaudi, MaxText on TPUs. Each profile states the parallelisms, pipeline schedules
 stages, recomputation modes, fp8 and offload modes the framework supports, how much device
 memory it leaves free (the usable-memory fraction: allocator fragmentation beyond the
 modelled 5 %, peak transients of the optimizer step, NCCL buffers growing with the groups),
-whether tensor-parallel communication can overlap the matmuls, and whether the compiler
-rematerialises activations that do not fit (XLA).
+whether tensor-parallel communication can overlap the matmuls and the expert all-to-alls the
+shared experts, and whether the compiler rematerialises activations that do not fit (XLA).
 
 Sources: each framework's documentation of its parallelism options (Megatron-LM
 ``arguments.py``; torchtitan's ``JobConfig``; DeepSpeed's configuration reference; MaxText's
@@ -46,6 +46,9 @@ class FrameworkProfile:
         rest. [1]
     tp_overlap : bool
         Whether tensor-parallel collectives can overlap the matmuls (inside a node).
+    shared_expert_overlap : bool
+        Whether the expert all-to-alls of an MoE layer run beside its shared experts'
+        matmuls (Megatron-Core ``--moe-shared-expert-overlap``; DeepSeek-V2's HAI-LLM).
     compiler_remat : bool
         Whether the compiler rematerialises activations that do not fit (XLA).
     flash_attention : bool
@@ -85,6 +88,7 @@ class FrameworkProfile:
     offload: tuple[str, ...] = ("none", "optimizer", "optimizer_and_params")
     memory_headroom: float = 0.10
     tp_overlap: bool = True
+    shared_expert_overlap: bool = True
     compiler_remat: bool = False
     flash_attention: bool = True
     sequence_parallel: bool = True
@@ -117,6 +121,7 @@ class FrameworkProfile:
                 "fp8": self.fp8,
                 "offload": list(self.offload),
                 "tp_overlap": self.tp_overlap,
+                "shared_expert_overlap": self.shared_expert_overlap,
                 "compiler_remat": self.compiler_remat,
                 "flash_attention": self.flash_attention,
                 "sequence_parallel": self.sequence_parallel,
@@ -144,6 +149,7 @@ _MEGATRON_2021 = FrameworkProfile(
     recompute=("none", "full"),
     fp8=False,
     tp_overlap=False,
+    shared_expert_overlap=False,
     flash_attention=False,
     sequence_parallel=False,
     dropout=True,
@@ -154,7 +160,8 @@ PROFILES: dict[str, FrameworkProfile] = {
     p.id: p
     for p in (
         # Megatron-Core: TP with sequence parallelism and comm overlap, PP (1F1B and
-        # interleaved, uneven first/last stages), CP (ring attention), EP, the distributed
+        # interleaved, uneven first/last stages), CP (ring attention), EP with the shared
+        # experts beside the all-to-alls (--moe-shared-expert-overlap), the distributed
         # optimizer (ZeRO-1) and its FSDP (stage 3); optimizer CPU offload; Adam and SGD
         # (--optimizer); LoRA through Megatron-Bridge/NeMo PEFT.
         FrameworkProfile(
@@ -173,6 +180,7 @@ PROFILES: dict[str, FrameworkProfile] = {
             name="torchtitan (PyTorch FSDP2)",
             zero_stages=(0, 2, 3),
             offload=("none", "optimizer_and_params"),
+            shared_expert_overlap=False,
         ),
         # DeepSpeed (with Megatron-DeepSpeed for TP/PP): ZeRO 0-3 and ZeRO-Offload, 1F1B
         # pipelines only, no ring-attention CP, no fp8 in the mainline engine, no TP overlap;
@@ -185,6 +193,7 @@ PROFILES: dict[str, FrameworkProfile] = {
             context_parallel=False,
             fp8=False,
             tp_overlap=False,
+            shared_expert_overlap=False,
             methods=("full", "lora"),
             optimizers=("adamw", "adamw8bit", "adafactor", "sgd", "lion"),
         ),
@@ -198,6 +207,7 @@ PROFILES: dict[str, FrameworkProfile] = {
             zero_stages=(0, 3),
             offload=("none",),
             memory_headroom=0.05,
+            shared_expert_overlap=False,
             compiler_remat=True,
             optimizers=("adamw", "sgd"),
         ),
@@ -216,6 +226,7 @@ PROFILES: dict[str, FrameworkProfile] = {
             recompute=("none", "full"),
             fp8=False,
             tp_overlap=False,
+            shared_expert_overlap=False,
             methods=("full", "lora", "qlora"),
             optimizers=("adamw", "adamw8bit", "adafactor", "sgd", "lion"),
         ),

@@ -286,7 +286,11 @@ def _context_and_expert_time(
 
     Ring attention passes each device's K and V blocks c - 1 times per exchange round
     (Liu et al. 2023); the expert all-to-alls dispatch and combine b (s/c) k h / t values
-    per MoE layer and pass (Lepikhin et al. 2021, GShard), exposed.
+    per MoE layer and pass (Lepikhin et al. 2021, GShard). Where the framework overlaps
+    them with the shared experts, which every token runs whatever the routing (DeepSeek-AI
+    2024, arXiv 2405.04434, section 3.4; Megatron-Core ``--moe-shared-expert-overlap``),
+    they hide behind the shared experts' forward, backward and recomputed forward as the
+    ring hides behind attention; otherwise they are exposed whole.
     """
     model, value_bytes = workload.model, workload.activation_bytes
     bandwidth, latency = _group_link(workload, layouts.cp, layouts.tp)
@@ -301,9 +305,13 @@ def _context_and_expert_time(
     bandwidth, latency = _group_link(workload, layouts.ep, layouts.tp * layouts.cp)
     size = tokens * model.moe.top_k * model.hidden_size * value_bytes / layouts.tp
     count = _per_layer_count(EP_ALL_TO_ALLS_FORWARD, EP_ALL_TO_ALLS_BACKWARD, layouts.recompute)
-    return context + layers * share * count * comms.all_to_all_time(
-        size, layouts.ep, bandwidth, latency
+    all_to_all = (
+        layers * share * count * comms.all_to_all_time(size, layouts.ep, bandwidth, latency)
     )
+    passes = _per_layer_count(1.0, BACKWARD_TO_FORWARD, layouts.recompute)
+    shared = layers * passes * compute.shared_expert_time(workload, tokens, layouts.tp)
+    overlap = workload.software.overlap * float(workload.framework.shared_expert_overlap)
+    return context + comms.exposed_time(all_to_all, shared, overlap)
 
 
 def _pipeline_p2p_time(workload: Workload, layouts: Layouts, tokens: FloatArray) -> FloatArray:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import estimate, memory, validate_scenario
+from estimator.core import compute, estimate, memory, validate_scenario
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.workload import build_workload
 
@@ -234,3 +235,68 @@ def test_network_jitter_at_1024_gpus_is_the_stated_margin() -> None:
     base = sum(default["time_per_step_breakdown_s"][k] for k in BASE_PARTS)
     assert_allclose(doubled["step_time_s"] - default["step_time_s"], 0.05 * base, rtol=1e-9)
     assert_allclose(default["time_per_step_breakdown_s"]["network_jitter"], 0.05 * base, 1e-12)
+
+
+def _moe(shared_experts: int, gpus_per_node: int = 8) -> dict[str, Any]:
+    """SMALL as a fine-grained MoE (DeepSeekMoE-like: 64 experts, top 6) over 16 devices,
+    ep 16 so the all-to-alls cross nodes of 8 and outlast the shared experts."""
+    return scenario(
+        SMALL,
+        model={
+            "gated_mlp": True,
+            "moe": {
+                "num_experts": 64,
+                "top_k": 6,
+                "expert_ffn_hidden_size": 1408,
+                "num_shared_experts": shared_experts,
+            },
+        },
+        cluster={"num_gpus": 16, "gpus_per_node": gpus_per_node},
+        parallelism={
+            "tp": 1, "pp": 1, "dp": 16, "ep": 16, "micro_batch_size": 2, "zero_stage": 1,
+            "recompute": "none",
+        },
+    )  # fmt: skip
+
+
+def _without_shared_expert_overlap(data: dict[str, Any]) -> LayoutResults:
+    parsed = validate_scenario(data)
+    workload = build_workload(parsed)
+    framework = dataclasses.replace(workload.framework, shared_expert_overlap=False)
+    workload = dataclasses.replace(workload, framework=framework)
+    return evaluate_layouts(workload, Layouts.single(parsed.parallelism))  # type: ignore[arg-type]
+
+
+def test_expert_all_to_alls_hide_behind_the_shared_experts() -> None:
+    # DeepSeek-AI 2024 (arXiv 2405.04434), section 3.4: the shared experts' computation
+    # overlaps the expert-parallel all-to-alls. Here the all-to-alls cross nodes and outlast
+    # the shared experts, so the hidden time is overlap x (forward + backward of the shared
+    # experts, 1 + 2 forward passes) on every MoE layer of every micro-batch.
+    data = _moe(shared_experts=2)
+    workload = build_workload(validate_scenario(data))
+    assert workload.framework.shared_expert_overlap
+    overlapped, exposed = evaluate(data), _without_shared_expert_overlap(data)
+    tokens = 2 * SMALL["model"]["seq_len"]
+    shared = 3 * SMALL["model"]["num_layers"] * compute.shared_expert_time(workload, tokens, 1)
+    hidden = overlapped.num_micro_batches * workload.software.overlap * shared
+    assert_allclose(exposed.exposed_communication - overlapped.exposed_communication, hidden)
+    assert exposed.exposed_communication[0] > hidden[0]  # the all-to-alls outlast them
+
+
+def test_without_shared_experts_nothing_hides_the_all_to_alls() -> None:
+    data = _moe(shared_experts=0)
+    assert_allclose(
+        evaluate(data).exposed_communication,
+        _without_shared_expert_overlap(data).exposed_communication,
+        rtol=1e-12,
+    )
+
+
+def test_shared_expert_time_is_linear_in_the_shared_experts_and_above_their_flops() -> None:
+    one, two = (build_workload(validate_scenario(_moe(n))) for n in (1, 2))
+    tokens = 4096.0
+    time_one = compute.shared_expert_time(one, tokens, 1)
+    assert_allclose(compute.shared_expert_time(two, tokens, 1), 2 * time_one, rtol=1e-12)
+    # Gate + up (2 h f) and down (f h) matmuls, 2 FLOPs per multiply-add, on every token.
+    flops = 2 * tokens * 3 * SMALL["model"]["hidden_size"] * 1408
+    assert time_one > flops / one.peak_matmul_flops
