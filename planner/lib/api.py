@@ -214,6 +214,12 @@ ERROR_RESPONSES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
         "shorter query parameters. The web server answers it, as HTML.",
         None,
     ),
+    (
+        "431",
+        "Request headers too large or too many (gunicorn: over 8,190 bytes in one header or "
+        "over 100 headers). The web server answers it, as HTML.",
+        None,
+    ),
     ("429", "Too many requests; try again later.", None),
     ("503", "A service TrainPlan needs (the database) is unavailable; try again later.", None),
 )
@@ -239,7 +245,7 @@ def error_responses_hook(
 
 
 #: Answered by the web server before the request reaches Django: no JSON body.
-SERVER_ANSWERS = frozenset({"414"})
+SERVER_ANSWERS = frozenset({"414", "431"})
 
 
 def error_response(code: str, description: str) -> dict[str, Any]:
