@@ -122,10 +122,10 @@ def live_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
         "--threads=4",
         "--timeout=120",
         # gunicorn closes a connection idle for 2 s by default; schemathesis keeps its
-        # connections open between requests and pauses longer than that while it generates
-        # data, so a request sent just as the server closes the connection failed as a network
-        # error now and then (the keep-alive race). Keep idle connections for longer than the
-        # fuzzer ever pauses.
+        # connections open between requests and may pause longer than that while it
+        # generates data, and a request sent just as the server closes its connection fails
+        # as a network error (the keep-alive race). A precaution: keep idle connections for
+        # longer than the fuzzer pauses.
         "--keep-alive=120",
     ]
     with log_path.open("wb") as log:

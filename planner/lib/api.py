@@ -214,13 +214,13 @@ ERROR_RESPONSES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
         "shorter query parameters. The web server answers it, as HTML.",
         None,
     ),
+    ("429", "Too many requests; try again later.", None),
     (
         "431",
         "Request headers too large or too many (gunicorn: over 8,190 bytes in one header or "
         "over 100 headers). The web server answers it, as HTML.",
         None,
     ),
-    ("429", "Too many requests; try again later.", None),
     ("503", "A service TrainPlan needs (the database) is unavailable; try again later.", None),
 )
 
