@@ -172,7 +172,12 @@ def _cluster_candidates(
         yield "cluster", f"cluster: {gpus:,} -> {size:,} ({word})", changed
 
 
-def _layout_candidates(scenario: Scenario, layout: Mapping[str, Any]) -> Iterator[Candidate]:
+def _layout_candidates(
+    scenario: Scenario, layout: Mapping[str, Any], supports: Mapping[str, Any]
+) -> Iterator[Candidate]:
+    """Single changes of the layout; ``supports`` is the framework's (the estimate's
+    ``framework.supports``): no sequence-parallel lever on a stack without it."""
+
     def changed(**values: Any) -> Scenario:
         return {**copy.deepcopy(scenario), "parallelism": {**layout, **values}}
 
@@ -214,7 +219,7 @@ def _layout_candidates(scenario: Scenario, layout: Mapping[str, Any]) -> Iterato
                 "pipeline schedule: 1F1B -> interleaved (2 virtual stages)",
                 changed(pipeline_schedule="interleaved", virtual_stages=2),
             )
-    if int(layout.get("tp", 1)) > 1:
+    if int(layout.get("tp", 1)) > 1 and supports.get("sequence_parallel", True):
         on = bool(layout.get("sequence_parallel", False))
         yield (
             "sequence_parallel",
@@ -244,7 +249,7 @@ def _candidates(scenario: Scenario, baseline: Mapping[str, Any]) -> Iterator[Can
     explicit = {**scenario, "parallelism": chosen}
     yield from _precision_candidates(scenario)
     yield from _padding_candidates(scenario)
-    yield from _layout_candidates(explicit, chosen)
+    yield from _layout_candidates(explicit, chosen, baseline["framework"]["supports"])
     yield from _search_candidates(scenario, chosen)
     yield from _cluster_candidates(scenario, stated)
 

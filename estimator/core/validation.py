@@ -511,7 +511,27 @@ def validate_scenario(data: Any) -> Scenario:
     if scenario.parallelism is not None:
         check_layout(scenario, scenario.parallelism)
     measurement_parse(data.get("measurement"))  # its own key's rules; estimate() applies it
-    return _with_framework(scenario)
+    resolved = _with_framework(scenario)
+    layout = data["parallelism"]
+    if isinstance(layout, Mapping) and "sequence_parallel" not in layout:
+        resolved = _default_sequence_parallel(resolved)
+    return resolved
+
+
+def _default_sequence_parallel(scenario: Scenario) -> Scenario:
+    """An omitted ``sequence_parallel`` is on with tp > 1 only where the framework has it.
+
+    The contract's default (true when tp > 1) is today's Megatron-LM; the 2021 stack split
+    no activations over the tensor-parallel group, so a layout stated for it without the
+    flag keeps its LayerNorm and dropout activations whole. A stated flag is taken as given.
+    """
+    layout = scenario.parallelism
+    profile = profile_for(scenario.framework, scenario.cluster.spec.family)
+    if layout is None or profile.sequence_parallel or not layout.sequence_parallel:
+        return scenario
+    return dataclasses.replace(
+        scenario, parallelism=dataclasses.replace(layout, sequence_parallel=False)
+    )
 
 
 def _with_framework(scenario: Scenario) -> Scenario:

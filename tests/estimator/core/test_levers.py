@@ -124,6 +124,10 @@ def test_a_lever_that_moves_the_run_to_another_framework_says_so() -> None:
             "runs on Megatron-LM instead of Megatron-LM 2021 (fp16, no FlashAttention)"
         )
     assert "runs on" not in found["recompute: full -> none"]["reason"]
+    # The 2021 stack has no sequence parallelism: no lever offers it there; on bf16 one does.
+    assert not any(lever["kind"] == "sequence_parallel" for lever in found.values())
+    scenario["training"]["precision"] = "bf16"
+    assert any(lever["kind"] == "sequence_parallel" for lever in levers(scenario)["levers"])
 
 
 def test_applying_the_best_levers_raises_a_naive_runs_mfu() -> None:
