@@ -235,7 +235,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        # Every operation's 400/401/403/404/409/413/414/429/431/503 answers (planner.lib.api).
+        # Every operation's error answers (planner.lib.api.ERROR_RESPONSES).
         "planner.lib.api.error_responses_hook",
     ],
 }

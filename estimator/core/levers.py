@@ -219,7 +219,7 @@ def _layout_candidates(
                 "pipeline schedule: 1F1B -> interleaved (2 virtual stages)",
                 changed(pipeline_schedule="interleaved", virtual_stages=2),
             )
-    if int(layout.get("tp", 1)) > 1 and supports.get("sequence_parallel", True):
+    if int(layout.get("tp", 1)) > 1 and supports["sequence_parallel"]:
         on = bool(layout.get("sequence_parallel", False))
         yield (
             "sequence_parallel",

@@ -17,7 +17,7 @@ from estimator.core.layout import Layouts, evaluate_layouts
 from estimator.core.search import grid_axes
 from estimator.core.workload import build_workload
 
-from .scenarios import GPT3_175B, GPT3_175B_MODEL, SMALL, scenario
+from .scenarios import GPT3_175B, SMALL, scenario
 from .test_cli import run
 
 TPU = {"accelerator": "TPU-v5p", "num_gpus": 16}
@@ -373,22 +373,27 @@ NARAYANAN_T1 = [
 ]  # fmt: skip
 
 
+def _paper_tokens_per_s(shape: dict, tflops: float) -> float:
+    """Tokens/s per GPU from the paper's teraFLOP/s and its FLOPs per token (appendix:
+    96 l h^2 (1 + s/6h + V/16lh), recompute forward included; s 2048, V 51200)."""
+    h, layers, s, v = shape["hidden_size"], shape["num_layers"], 2048, 51200
+    return tflops * 1e12 / (96 * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h)))
+
+
+def _paper_gpt(shape: dict, gpus: int, batch: int, layout: dict) -> dict[str, Any]:
+    """One of the paper's fp16 GPTs on ``gpus`` 80 GB A100s, zero stage 0 and no sequence
+    parallelism (the 2021 stack has neither) unless ``layout`` says otherwise."""
+    layout = {"zero_stage": 0, "sequence_parallel": False, **layout}
+    return scenario(GPT3_FP16, model=shape, training={"global_batch_size": batch},
+                    cluster={"num_gpus": gpus}, parallelism=layout)  # fmt: skip
+
+
 def _narayanan_ratio(framework: str | None, shape: dict, gpus: int, layout: dict,
                      batch: int, measured_tflops: float) -> float:  # fmt: skip
-    model = {**GPT3_175B_MODEL, **shape}
-    h, layers, s, v = model["hidden_size"], model["num_layers"], 2048, 51200
-    flops_per_token = 96 * layers * h**2 * (1 + s / (6 * h) + v / (16 * layers * h)) / s
-    measured = measured_tflops * 1e12 / flops_per_token
-    data = scenario(
-        GPT3_FP16,
-        model=shape,
-        training={"global_batch_size": batch},
-        cluster={"num_gpus": gpus},
-        parallelism={**layout, "micro_batch_size": 1, "zero_stage": 0, "recompute": "full",
-                     "sequence_parallel": False},
-    )  # fmt: skip
+    data = _paper_gpt(shape, gpus, batch, {**layout, "micro_batch_size": 1, "recompute": "full"})
     if framework is not None:
         data["framework"] = framework
+    measured = _paper_tokens_per_s(shape, measured_tflops)
     return float(estimate(data)["tokens_per_s_per_gpu"]) / measured
 
 
@@ -449,20 +454,15 @@ def test_the_published_2021_layouts_fit_the_stack_and_reach_their_throughput(row
     to 39 % more than the paper measured)."""
     (layers, hidden, heads), gpus, tp, pp, micro, per_virtual, batch, tflops = row
     layout: dict[str, Any] = {"tp": tp, "pp": pp, "dp": gpus // (tp * pp),
-                              "micro_batch_size": micro, "zero_stage": 0, "recompute": "full",
-                              "sequence_parallel": False}  # fmt: skip
+                              "micro_batch_size": micro, "recompute": "full"}  # fmt: skip
     if per_virtual:
         virtual = layers // pp // per_virtual
         layout |= {"pipeline_schedule": "interleaved", "virtual_stages": virtual}
     shape = {"num_layers": layers, "hidden_size": hidden, "num_attention_heads": heads}
-    data = scenario(GPT3_FP16, model=shape, training={"global_batch_size": batch},
-                    cluster={"num_gpus": gpus}, parallelism=layout)  # fmt: skip
-    result = estimate(data)
+    result = estimate(_paper_gpt(shape, gpus, batch, layout))
     assert result["framework"]["id"] == "megatron-lm-2021"
     assert result["memory_headroom"]["headroom_gib"] >= 0.0
-    s, v = 2048, 51200
-    flops_per_token = 96 * layers * hidden**2 * (1 + s / (6 * hidden) + v / (16 * layers * hidden))
-    measured = tflops * 1e12 / flops_per_token
+    measured = _paper_tokens_per_s(shape, tflops)
     assert float(result["tokens_per_s_per_gpu"]) == pytest.approx(measured, rel=0.10)
 
 
@@ -470,11 +470,8 @@ def _figure_17(batch: int, recompute: str) -> dict[str, Any]:
     """Narayanan et al. 2021, figure 17: a 145B GPT at (t, p) = (8, 16), micro-batch 1, on
     128 80 GB A100s (NVIDIA/Megatron-LM examples/sc21/run_figure_17.sh)."""
     shape = {"num_layers": 80, "hidden_size": 12288, "num_attention_heads": 96}
-    layout = {"tp": 8, "pp": 16, "dp": 1, "micro_batch_size": 1, "zero_stage": 0,
-              "recompute": recompute, "sequence_parallel": False}  # fmt: skip
-    data = scenario(GPT3_FP16, model=shape, training={"global_batch_size": batch},
-                    cluster={"num_gpus": 128}, parallelism=layout)  # fmt: skip
-    return estimate(data)
+    layout = {"tp": 8, "pp": 16, "dp": 1, "micro_batch_size": 1, "recompute": recompute}
+    return estimate(_paper_gpt(shape, 128, batch, layout))
 
 
 def test_the_2021_stack_headroom_is_what_figure_17_ran_without_recomputation() -> None:
