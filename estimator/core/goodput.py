@@ -9,9 +9,13 @@ The expected wall time of one interval of work is M e^(R/M) (e^((tau + delta)/M)
 (Daly 2006, "A higher order estimate of the optimum checkpoint interval for restart dumps",
 FGCS 22(3), eq. 6 with exponential failures), so goodput = tau / that.
 
-Calibration point (Dubey et al. 2024, "The Llama 3 Herd of Models", section 3.3.4): 466 job
-interruptions in a 54-day snapshot of Llama 3 405B pre-training on 16,384 H100s, with more
-than 90 % effective training time.
+Failure rate (Kokolis et al. 2024, "Revisiting Reliability in Large-Scale Machine Learning
+Research Clusters", arXiv:2410.21680, HPCA 2025): over 11 months Meta's RSC-1 (16k A100s in
+8-GPU nodes) saw r_f = 6.50 job-stopping infrastructure failures per 1,000 node-days, counted on
+jobs of more than 128 GPUs (RSC-2, 8k A100s: 2.34). Their model, MTTF = 1 / (N_nodes r_f),
+is the one here; it gives their projected job MTTF of 1.8 h at 16,384 GPUs and 0.23 h at
+131,072 (Fig. 7 and the text around it). r_f leaves out failures of the job's own code; the
+paper's measured MTTF of 1,024-GPU jobs (7.9 h, Fig. 7) is shorter than r_f predicts (29 h).
 
 Every function takes scalars or numpy arrays (broadcast against each other), so the Monte
 Carlo evaluates all its samples in one call; with scalar inputs the results are Python
@@ -34,8 +38,10 @@ from estimator.core.constants import (
     SECONDS_PER_HOUR,
 )
 
-#: Interruptions per device-hour: 466 / (54 days x 24 h x 16,384 GPUs) (Llama 3, sec. 3.3.4).
-FAILURES_PER_DEVICE_HOUR = 466.0 / (54.0 * HOURS_PER_DAY * 16384.0)
+#: Interruptions per device-hour: RSC-1's r_f = 6.50 failures per 1,000 node-days (Kokolis et
+#: al. 2024) over 24 h x 8 GPUs per node: 6.50e-3 / (24 x 8) = 3.39e-5. RSC-1 rather than
+#: RSC-2 (2.34, 1.22e-5) because it ran the general and largest jobs, LLMs among them.
+FAILURES_PER_DEVICE_HOUR = 6.50e-3 / (HOURS_PER_DAY * 8.0)
 #: Time from an interruption to training again: reschedule, initialise, load the checkpoint. [s]
 RESTART_S = 600.0
 #: Checkpoint write bandwidth per device of the job (shared parallel file system). [B/s]
@@ -102,8 +108,9 @@ def mean_time_between_failures(
 
     References
     ----------
-    .. [1] Dubey et al. 2024, "The Llama 3 Herd of Models", arXiv:2407.21783, section 3.3.4
-       (the default lambda).
+    .. [1] Kokolis et al. 2024, "Revisiting Reliability in Large-Scale Machine Learning
+       Research Clusters", arXiv:2410.21680: MTTF = 1 / (N_nodes r_f), and the default
+       lambda from RSC-1's r_f = 6.50 failures per 1,000 node-days at 8 GPUs per node.
     """
     return _as_inputs(np.divide(SECONDS_PER_HOUR, np.multiply(rate_per_device_hour, num_devices)))
 

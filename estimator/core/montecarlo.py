@@ -91,7 +91,7 @@ class Uncertainty:
         (:func:`~estimator.core.calibration.family_sigma`). [1]
     failure_rate_sigma : float
         Log-sd of the multiplier (lognormal, median 1) on the interruption rate
-        :data:`~estimator.core.goodput.FAILURES_PER_DEVICE_HOUR`, a single published run. [1]
+        :data:`~estimator.core.goodput.FAILURES_PER_DEVICE_HOUR`, one cluster's published rate. [1]
     restart_s : (float, float)
         Uniform range of the time from an interruption to training again. [s]
     utilisation : (float, float)
@@ -106,7 +106,7 @@ class Uncertainty:
     framework_overhead: Range | None = None
     network_jitter: Range | None = None
     efficiency_sigma: float | None = None
-    failure_rate_sigma: float = 0.5
+    failure_rate_sigma: float = 0.8
     restart_s: Range = (300.0, 1200.0)
     utilisation: Range = (1.0, 1.0)
     whole_run_sigma: float = WHOLE_RUN_SIGMA

@@ -163,8 +163,8 @@ def whole_run(
     ----------
     Young 1974, "A first order approximation to the optimum checkpoint interval", CACM
     17(9); Daly 2006, "A higher order estimate of the optimum checkpoint interval for
-    restart dumps", FGCS 22(3), eq. 6; Dubey et al. 2024, "The Llama 3 Herd of Models",
-    section 3.3.4 (interruption rate).
+    restart dumps", FGCS 22(3), eq. 6; Kokolis et al. 2024, "Revisiting Reliability in
+    Large-Scale Machine Learning Research Clusters", arXiv 2410.21680 (interruption rate).
     """
     s = settings or RunSettings()
     evaluation = EVALUATION_FRACTION if s.evaluation_fraction is None else s.evaluation_fraction

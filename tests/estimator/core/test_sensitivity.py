@@ -140,7 +140,7 @@ def test_schedule_bars_equal_the_whole_run_model_at_the_range_ends(
     assert (item["low_value"], item["high_value"]) == pytest.approx(efficiency, rel=1e-12)
     assert_bar(item, (days(efficiency=efficiency[0]), days(efficiency=efficiency[1])))
 
-    factors = (math.exp(-Z * 0.5), math.exp(Z * 0.5))  # failure_rate_sigma's default
+    factors = (math.exp(-Z * 0.8), math.exp(Z * 0.8))  # failure_rate_sigma's default
     item = bar(centred, "failure_rate")
     assert (item["low_value"], item["high_value"]) == pytest.approx(factors, rel=1e-12)
     assert_bar(item, (days(rate_factor=factors[0]), days(rate_factor=factors[1])))
