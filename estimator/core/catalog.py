@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,13 @@ class AcceleratorSpec:
         Board power (0 when unknown). [W]
     family : str
         Efficiency family the fitted calibration parameters are looked up by.
+    power_limit_w : float
+        Power limit the board runs at (``cluster.power_limit_w``); 0 for the TDP, no
+        limit. With a limit, ``peak_tflops`` are the sustained peaks under it
+        (:func:`estimator.core.power.spec_at_power_limit`). [W]
+    datasheet_peak_tflops : dict of str to float
+        The datasheet peaks when a power limit scaled ``peak_tflops``; empty otherwise
+        (:meth:`datasheet`). [TFLOP/s]
     """
 
     id: str
@@ -58,6 +65,26 @@ class AcceleratorSpec:
     source: str
     notes: str
     family: str = "generic"
+    power_limit_w: float = 0.0
+    datasheet_peak_tflops: dict[str, float] = field(default_factory=dict)
+
+    def datasheet(self) -> AcceleratorSpec:
+        """This accelerator at its TDP: the datasheet peaks, the yardstick of MFU.
+
+        Returns
+        -------
+        AcceleratorSpec
+            ``self`` without a power limit; with one, a copy with the datasheet
+            ``peak_tflops`` [TFLOP/s] back and ``power_limit_w`` 0.
+        """
+        if not self.power_limit_w:
+            return self
+        return dataclasses.replace(
+            self,
+            peak_tflops=dict(self.datasheet_peak_tflops),
+            power_limit_w=0.0,
+            datasheet_peak_tflops={},
+        )
 
 
 def _float(text: str) -> float:

@@ -20,7 +20,12 @@ from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig, Scenario
 from estimator.core.validation import price_per_gpu_hour, validate_scenario
 from estimator.core.wholerun import whole_run
-from estimator.core.workload import Workload, build_workload
+from estimator.core.workload import (
+    Workload,
+    build_workload,
+    matmul_peak_tflops,
+    peak_16bit_tflops,
+)
 
 ESTIMATOR_VERSION = "0.1.0"
 FORMAT_VERSION = 1
@@ -152,19 +157,22 @@ def _throughput(
     hardware_flops = model_flops + finetune.recompute_flops_per_token(
         workload.model, workload.method, layout.recompute
     )
+    # MFU is against the datasheet peaks: a power limit slows the run, it does not move
+    # the yardstick (cluster.power_limit_w scales workload.spec's peaks).
+    datasheet = workload.spec.datasheet()
+    peak = matmul_peak_tflops(datasheet, workload.precision) * TERA
+    peak_16bit = peak_16bit_tflops(datasheet) * TERA
     return {
         "step_time_s": step,
         "tokens_per_s": tokens_per_s,
         "tokens_per_s_per_gpu": per_gpu,
         "tflops_per_gpu": model_flops * per_gpu / TERA,
-        "mfu": model_flops * per_gpu / workload.peak_matmul_flops,
-        "hfu": hardware_flops * per_gpu / workload.peak_matmul_flops,
+        "mfu": model_flops * per_gpu / peak,
+        "hfu": hardware_flops * per_gpu / peak,
         # fp8 MFU is against the fp8 peak, so it falls as speed rises; the bf16 yardstick
         # compares precisions and accelerators on one scale.
-        "mfu_peak": {"precision": workload.precision, "tflops": workload.peak_matmul_flops / TERA},
-        "mfu_bf16": model_flops * per_gpu / workload.peak_16bit_flops
-        if workload.peak_16bit_flops
-        else None,
+        "mfu_peak": {"precision": workload.precision, "tflops": peak / TERA},
+        "mfu_bf16": model_flops * per_gpu / peak_16bit if peak_16bit else None,
         "hardware_flops_per_token": hardware_flops,
     }
 

@@ -20,6 +20,7 @@ from estimator.core.frameworks import (
     auto_profiles,
     profile_for,
 )
+from estimator.core.power import spec_at_power_limit
 from estimator.core.measurement import measurement_parse
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
@@ -129,7 +130,10 @@ TRAINING_KEYS = (
     "tokens", "global_batch_size", "precision", "fp8_recipe", "method", "optimizer", "offload",
     "master_weights",
 )  # fmt: skip
-CLUSTER_KEYS = ("accelerator", "num_gpus", "gpus_per_node", "accelerator_spec", "num_slices")
+CLUSTER_KEYS = (
+    "accelerator", "num_gpus", "gpus_per_node", "accelerator_spec", "num_slices",
+    "power_limit_w",
+)  # fmt: skip
 MOE_KEYS = (
     "num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts", "moe_layer_every",
     "first_dense_layers",
@@ -348,6 +352,8 @@ def _accelerator(section: _Section) -> AcceleratorSpec:
 def _cluster(data: Any) -> ClusterConfig:
     section = _Section(data, "cluster", CLUSTER_KEYS)
     spec = _accelerator(section)
+    if section.raw("power_limit_w", None) is not None:  # absent or null: the TDP, no limit
+        spec = spec_at_power_limit(spec, section.raw("power_limit_w"))
     cluster = ClusterConfig(
         accelerator=spec.id,
         num_gpus=section.integer("num_gpus", maximum=MAX_DEVICES),

@@ -17,6 +17,8 @@ FIELDS = (
     "id", "name", "vendor", "memory_gib", "memory_bandwidth_tbs", "peak_tflops",
     "intra_node_interconnect", "intra_node_bandwidth_gbs", "inter_node_bandwidth_gbps",
     "devices_per_node", "tdp_w", "source", "notes", "family",
+    # Set from a scenario's cluster.power_limit_w, not from the catalog (0 and {} there).
+    "power_limit_w", "datasheet_peak_tflops",
 )  # fmt: skip
 
 
@@ -56,3 +58,10 @@ def test_load_catalog_h100_matches_reference_datasheet() -> None:
     assert h100.memory_gib == 80
     assert h100.intra_node_bandwidth_gbs == 450
     assert "fp8" not in load_catalog()["A100-80GB-SXM"].peak_tflops
+
+
+def test_load_catalog_specs_have_no_power_limit() -> None:
+    for spec in load_catalog().values():
+        assert spec.power_limit_w == 0.0
+        assert spec.datasheet_peak_tflops == {}
+        assert spec.datasheet() is spec

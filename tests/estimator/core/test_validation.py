@@ -192,3 +192,44 @@ def test_validate_scenario_bad_override_value() -> None:
     assert rejected(data).key == "cluster.accelerator_spec.memory_gib"
     data = scenario(SMALL, cluster={"accelerator_spec": {"peak_tflops": {"int3": 5}}})
     assert rejected(data).key == "cluster.accelerator_spec.peak_tflops.int3"
+
+
+@pytest.mark.parametrize(
+    ("power_limit_w", "reason"),
+    [
+        (0, "must be a positive number of watts, got 0"),
+        (-500, "must be a positive number of watts, got -500"),
+        ("500", "must be a positive number of watts, got '500'"),
+        (True, "must be a positive number of watts, got True"),
+        (float("inf"), "must be a positive number of watts, got inf"),
+        (800, "must not exceed H100-SXM's TDP of 700 W"),
+        (400, "must be at least 409 W for H100-SXM (58% of its 700 W TDP, the lowest limit"),
+    ],
+)
+def test_validate_scenario_bad_power_limit(power_limit_w: Any, reason: str) -> None:
+    error = rejected(scenario(SMALL, cluster={"power_limit_w": power_limit_w}))
+    assert error.key == "cluster.power_limit_w"
+    assert error.reason.startswith(reason)
+
+
+def test_validate_scenario_power_limit_needs_a_tdp() -> None:
+    figures = {
+        "memory_gib": 64, "memory_bandwidth_tbs": 2.0, "peak_tflops": {"bf16": 500},
+        "intra_node_bandwidth_gbs": 200, "inter_node_bandwidth_gbps": 400,
+    }  # fmt: skip
+    cluster = {"accelerator": "X1", "accelerator_spec": figures, "power_limit_w": 300}
+    error = rejected(scenario(SMALL, cluster=cluster))
+    assert error.key == "cluster.power_limit_w"
+    assert "no TDP" in error.reason
+    figures["tdp_w"] = 400
+    spec = validate_scenario(scenario(SMALL, cluster=cluster)).cluster.spec
+    assert spec.power_limit_w == 300.0
+    assert spec.datasheet_peak_tflops == {"bf16": 500.0}
+    assert spec.peak_tflops["bf16"] < 500.0
+
+
+def test_validate_scenario_power_limit_absent_or_null_is_the_tdp() -> None:
+    for cluster in ({}, {"power_limit_w": None}):
+        spec = validate_scenario(scenario(SMALL, cluster=cluster)).cluster.spec
+        assert spec.power_limit_w == 0.0
+        assert spec.peak_tflops["bf16"] == 989.4
