@@ -107,7 +107,9 @@ def padded(dimension: Numeric, tile: float) -> FloatArray:
     return np.ceil(np.asarray(dimension, dtype=np.float64) / tile - 1e-9) * tile
 
 
-def gemm_flop_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
+def gemm_flop_time(
+    workload: Workload, m: Numeric, k: Numeric, n: Numeric, sixteen_bit: bool = False
+) -> FloatArray:
     """Arithmetic part of an (m x k) @ (k x n) matmul, each dimension padded to the tile.
 
     Parameters
@@ -116,6 +118,9 @@ def gemm_flop_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> Fl
         The scenario's constants: matmul peak P, eps_gemm and the tile.
     m, k, n : array_like
         Matmul dimensions (m: rows, usually tokens). [elements]
+    sixteen_bit : bool, optional
+        A matmul that fp8 training keeps in 16 bits (the LM head): the 16-bit peak and
+        ``gemm``. The same as the others when the precision is not fp8.
 
     Returns
     -------
@@ -130,10 +135,14 @@ def gemm_flop_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> Fl
     """
     tile = workload.efficiency.matmul_tile
     flops = FLOPS_PER_MULTIPLY_ADD * padded(m, tile) * padded(k, tile) * padded(n, tile)
+    if sixteen_bit and workload.precision == "fp8":
+        return flops / (workload.peak_16bit_flops * workload.efficiency.gemm)
     return flops / (workload.peak_matmul_flops * matmul_efficiency(workload))
 
 
-def gemm_byte_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> FloatArray:
+def gemm_byte_time(
+    workload: Workload, m: Numeric, k: Numeric, n: Numeric, sixteen_bit: bool = False
+) -> FloatArray:
     """Memory part of the same matmul: its inputs, weights and output through memory.
 
     Parameters
@@ -142,6 +151,8 @@ def gemm_byte_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> Fl
         The scenario's constants: precision, bytes per value e, bandwidth W and eps_mem.
     m, k, n : array_like
         Matmul dimensions, unpadded. [elements]
+    sixteen_bit : bool, optional
+        A matmul fp8 training keeps in 16 bits (:func:`gemm_flop_time`).
 
     Returns
     -------
@@ -155,9 +166,44 @@ def gemm_byte_time(workload: Workload, m: Numeric, k: Numeric, n: Numeric) -> Fl
     to the arithmetic one rather than maxed).
     """
     m, k = np.asarray(m, dtype=np.float64), np.asarray(k, dtype=np.float64)
-    inputs = FP8_BYTES if workload.precision == "fp8" else workload.activation_bytes
+    fp8 = workload.precision == "fp8" and not sixteen_bit
+    inputs = FP8_BYTES if fp8 else workload.activation_bytes
     moved = inputs * (m * k + k * n) + workload.activation_bytes * m * n
     return moved / _memory_rate(workload)
+
+
+def gemm_exposed_byte_time(
+    workload: Workload, m: Numeric, k: Numeric, n: Numeric, sixteen_bit: bool = False
+) -> FloatArray:
+    """The memory part of a matmul that its arithmetic does not hide.
+
+    A tiled matmul streams its operands while it computes (roofline: the slower of the two
+    sets the time), so the memory term counts only where it exceeds the arithmetic one:
+    skinny and small matmuls. The maximum achievable matmul fractions the fits are capped
+    at (:data:`estimator.core.calibration.HARDWARE_LIMITS`) are measured on whole kernels,
+    operand traffic included, so adding the two terms would count that traffic twice.
+
+    Parameters
+    ----------
+    workload : Workload
+        The scenario's constants.
+    m, k, n : array_like
+        Matmul dimensions. [elements]
+    sixteen_bit : bool, optional
+        A matmul fp8 training keeps in 16 bits (:func:`gemm_flop_time`).
+
+    Returns
+    -------
+    ndarray
+        max(:func:`gemm_byte_time` - :func:`gemm_flop_time`, 0): with the flop part,
+        max(flop, byte). [s]
+
+    References
+    ----------
+    Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4).
+    """
+    flop = gemm_flop_time(workload, m, k, n, sixteen_bit)
+    return np.maximum(gemm_byte_time(workload, m, k, n, sixteen_bit) - flop, 0.0)
 
 
 GemmShape = tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]
@@ -260,7 +306,7 @@ def shared_expert_time(workload: Workload, tokens: Numeric, tp: Numeric) -> Floa
     for rows, k, n, count, slowdown in shared_expert_shapes(workload.model, one * tp, one):
         m = rows * np.asarray(tokens, dtype=np.float64)
         total = total + count * slowdown * (
-            gemm_flop_time(workload, m, k, n) + gemm_byte_time(workload, m, k, n)
+            gemm_flop_time(workload, m, k, n) + gemm_exposed_byte_time(workload, m, k, n)
         )
     return total
 
@@ -285,7 +331,7 @@ def layer_gemm_time(
     Returns
     -------
     tuple of ndarray
-        (:func:`gemm_flop_time`, :func:`gemm_byte_time`) summed over
+        (:func:`gemm_flop_time`, :func:`gemm_exposed_byte_time`) summed over
         :func:`layer_gemm_shapes`. [s]
     """
     flop_part: FloatArray = np.zeros(np.broadcast(tokens, tp, ep).shape)
@@ -293,7 +339,7 @@ def layer_gemm_time(
     for rows, k, n, count, slowdown in layer_gemm_shapes(workload, tp, ep):
         m = rows * np.asarray(tokens, dtype=np.float64)
         flop_part = flop_part + count * slowdown * gemm_flop_time(workload, m, k, n)
-        byte_part = byte_part + count * slowdown * gemm_byte_time(workload, m, k, n)
+        byte_part = byte_part + count * slowdown * gemm_exposed_byte_time(workload, m, k, n)
     return flop_part, byte_part
 
 
@@ -467,7 +513,10 @@ def lm_head_time(workload: Workload, tokens: Numeric, tp: Numeric) -> tuple[Floa
 
     Three (b s/c) x h x V/t matmuls (forward, input and weight gradients); the vocabulary is
     split over t (Megatron vocab-parallel); the loss streams the fp32 logits five times
-    (write, softmax read/write, gradient read/write): 20 V/t B per token.
+    (write, softmax read/write, gradient read/write): 20 V/t B per token. fp8 recipes keep
+    the output layer in 16 bits (Transformer Engine through Megatron-Core casts only the
+    transformer layers' linears; torchao's float8 conversion in torchtitan filters out the
+    output projection), so its matmuls run at the 16-bit peak.
 
     Parameters
     ----------
@@ -489,9 +538,12 @@ def lm_head_time(workload: Workload, tokens: Numeric, tp: Numeric) -> tuple[Floa
     """
     model = workload.model
     n = model.vocab_size / np.asarray(tp, dtype=np.float64)
-    flop_part = FORWARD_BACKWARD_PASSES * gemm_flop_time(workload, tokens, model.hidden_size, n)
+    h = model.hidden_size
+    flop_part = FORWARD_BACKWARD_PASSES * gemm_flop_time(workload, tokens, h, n, sixteen_bit=True)
     loss_bytes = LOSS_BYTES_PER_LOGIT * np.asarray(tokens, dtype=np.float64) * n
-    head_bytes = FORWARD_BACKWARD_PASSES * gemm_byte_time(workload, tokens, model.hidden_size, n)
+    head_bytes = FORWARD_BACKWARD_PASSES * gemm_exposed_byte_time(
+        workload, tokens, h, n, sixteen_bit=True
+    )
     return flop_part, head_bytes + loss_bytes / _memory_rate(workload)
 
 
@@ -599,7 +651,7 @@ def adapter_gemm_time(
         for m, count, slowdown in groups:
             for k, n in ((d_in, r), (r, d_out)):
                 flop_part = flop_part + count * slowdown * gemm_flop_time(workload, m, k, n)
-                byte_part = byte_part + count * slowdown * gemm_byte_time(workload, m, k, n)
+                byte_part = byte_part + count * slowdown * gemm_exposed_byte_time(workload, m, k, n)
     return flop_part, byte_part
 
 

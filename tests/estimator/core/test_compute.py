@@ -241,8 +241,22 @@ def test_lm_head_time_is_three_matmuls_and_five_fp32_passes_over_the_logits() ->
     padded_share = 25216  # V / t = 25,152 pads to 197 tiles of 128
     assert_allclose(flop, 3 * 2 * tokens * 4096 * padded_share / MATMUL_RATE, rtol=1e-12)
     head_bytes = 3 * 2 * (tokens * 4096 + 4096 * vocab_share + tokens * vocab_share)
+    # Roofline: the matmuls' operand traffic counts only beyond their arithmetic time.
+    exposed = np.maximum(head_bytes / MEMORY_RATE - flop, 0.0)
     loss_bytes = 20 * tokens * vocab_share  # fp32 logits: 5 passes of 4 B
-    assert_allclose(byte, (head_bytes + loss_bytes) / MEMORY_RATE, rtol=1e-12)
+    assert_allclose(byte, exposed + loss_bytes / MEMORY_RATE, rtol=1e-12)
+
+
+def test_gemm_exposed_byte_time_is_the_memory_time_beyond_the_arithmetic() -> None:
+    """Roofline (Williams et al. 2009): a large square matmul is compute-bound, nothing of
+    its operand traffic shows; a skinny one (few tokens) is memory-bound by the difference."""
+    w = make_workload()
+    assert compute.gemm_exposed_byte_time(w, 8192, 8192, 8192) == 0.0
+    m, k, n = 16, 8192, 8192
+    flop = compute.gemm_flop_time(w, m, k, n)
+    byte = compute.gemm_byte_time(w, m, k, n)
+    assert byte > flop
+    assert_allclose(compute.gemm_exposed_byte_time(w, m, k, n), byte - flop, rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -279,10 +293,11 @@ def test_adapter_gemm_time_pads_the_lora_rank_to_the_tile() -> None:
     method = MethodConfig(type="lora", rank=16, targets=("q_proj",))
     flop, byte = compute.adapter_gemm_time(make_workload(method=method), tokens, 1.0, 1.0)
     assert_allclose(flop, 2 * (2 * tokens * h * 128) / MATMUL_RATE, rtol=1e-12)
-    moved = 2 * (tokens * h + h * rank + tokens * rank) + 2 * (
-        tokens * rank + rank * h + tokens * h
-    )
-    assert_allclose(byte, moved / MEMORY_RATE, rtol=1e-12)
+    # Each skinny matmul is memory-bound: its traffic beyond its arithmetic shows.
+    down = 2 * (tokens * h + h * rank + tokens * rank) / MEMORY_RATE
+    up = 2 * (tokens * rank + rank * h + tokens * h) / MEMORY_RATE
+    each_flop = 2 * tokens * h * 128 / MATMUL_RATE
+    assert_allclose(byte, (down - each_flop) + (up - each_flop), rtol=1e-12)
 
 
 @pytest.mark.parametrize(
