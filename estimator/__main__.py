@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from estimator.core import ScenarioError, estimate, load_catalog, search
+from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import estimate_with_uncertainty
 
@@ -53,6 +54,7 @@ def _estimate(path: str, uncertainty: bool, seed: int, samples: int) -> int:
         result = estimate_with_uncertainty(data, seed=seed, samples=samples)
     else:
         result = estimate(data)
+    result["software_stack"] = stack_alternatives(data, result)
     sys.stdout.write(json.dumps(result, allow_nan=False) + "\n")
     return 0
 

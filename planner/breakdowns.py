@@ -45,15 +45,18 @@ class MarginLine:
     seconds: float
     #: Share of the margin-free step time; None when the estimate does not say. [1]
     share: float | None
-    #: Network jitter only: the multiple of the stated margin paid at this cluster size. [1]
+    #: The multiple of the stated margin paid: network jitter at this cluster size, the
+    #: framework overhead on this software stack (None when it is the stated margin). [1]
     scale: float | None = None
+    #: What the scale follows: ``at this cluster size`` or ``on this software stack``.
+    where: str = ""
 
     @property
     def label(self) -> str:
         """``Framework overhead (10 %)``, ``Network jitter (5.7 % at this cluster size)``."""
         if self.share is None:
             return self.name
-        where = " at this cluster size" if self.scale is not None else ""
+        where = f" {self.where}" if self.scale is not None else ""
         return f"{self.name} ({percent_text(self.share)}{where})"
 
     @property
@@ -82,17 +85,26 @@ def margin_lines(
     breakdown, margins = breakdown or {}, margins or {}
     if not all(key in breakdown for key, _ in STEP_MARGINS):
         return []
-    scale = margins.get("network_jitter_scale")
-    return [
-        MarginLine(
-            key=key,
-            name=name,
-            seconds=float(breakdown[key]),
-            share=None if margins.get(key) is None else float(margins[key]),
-            scale=None if key != "network_jitter" or scale is None else float(scale),
+    scales = {
+        "network_jitter": (margins.get("network_jitter_scale"), "at this cluster size"),
+        "framework_overhead": (margins.get("framework_overhead_scale"), "on this software stack"),
+    }
+    lines = []
+    for key, name in STEP_MARGINS:
+        scale, where = scales.get(key, (None, ""))
+        if key == "framework_overhead" and scale is not None and abs(scale - 1.0) < 1e-9:
+            scale = None  # the stated margin, as estimates before stacks reported it
+        lines.append(
+            MarginLine(
+                key=key,
+                name=name,
+                seconds=float(breakdown[key]),
+                share=None if margins.get(key) is None else float(margins[key]),
+                scale=None if scale is None else float(scale),
+                where=where,
+            )
         )
-        for key, name in STEP_MARGINS
-    ]
+    return lines
 
 
 def step_parts(

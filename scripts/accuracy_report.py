@@ -200,6 +200,99 @@ def band_covered(results: list[CaseResult], fit: dict[str, Any]) -> dict[str, tu
     return out
 
 
+def stack_band_covered(results: list[CaseResult], fit: dict[str, Any]) -> tuple[int, int]:
+    """(covered, scored) of leave-one-stack-out predictions: the band an estimate without a
+    stated framework shows, centred on the pooled-stack prediction with the family's spread
+    and the between-stack spread, sqrt(sigma_f^2 + tau^2).
+
+    Parameters
+    ----------
+    results : list of CaseResult
+        Cases predicted with their stack left out.
+    fit : dict
+        The fit record (``calibration.json``).
+
+    Returns
+    -------
+    (int, int)
+    """
+    tau = float(fit.get("stacks", {}).get("pooled", {}).get("sigma", 0.0))
+    covered = total = 0
+    for r in results:
+        if r.error is None or not r.predicted:
+            continue
+        family = fit["families"].get(family_of(r.case), {})
+        sigma = float(family.get("sigma", calibration.UNMEASURED_SIGMA))
+        total += 1
+        covered += abs(math.log(r.predicted / r.measured)) <= fitting.Z_80 * math.hypot(sigma, tau)
+    return covered, total
+
+
+def _stated_coverage(results: list[CaseResult], fit: dict[str, Any]) -> tuple[int, int]:
+    """(covered, scored) of the stated-layout cases by :func:`band_covered`."""
+    found = band_covered([r for r in results if _stated(r)], fit).values()
+    return sum(c for c, _ in found), sum(t for _, t in found)
+
+
+def _coverage(covered: int, total: int) -> str:
+    return f"{covered / total:.0%} ({covered}/{total})" if total else "-"
+
+
+def stack_rows(
+    out_of_sample: list[CaseResult], out_of_stack: list[CaseResult], fit: dict[str, Any]
+) -> list[str]:
+    """Markdown rows of the per-stack table: factor, leave-one-source-out (own stack) and
+    leave-one-stack-out (pooled stack) errors of the stated-layout cases, band coverage.
+
+    Parameters
+    ----------
+    out_of_sample, out_of_stack : list of CaseResult
+        The scored cases predicted leaving out their source, and their stack.
+    fit : dict
+        The fit record (``calibration.json``).
+
+    Returns
+    -------
+    list of str
+    """
+    fitted = fit.get("stacks", {}).get("fitted", {})
+    rows = []
+    for stack in sorted({fitting.stack_of(r.case) for r in out_of_sample}):
+        mine = [r for r in out_of_sample if fitting.stack_of(r.case) == stack and _stated(r)]
+        theirs = [r for r in out_of_stack if fitting.stack_of(r.case) == stack and _stated(r)]
+        sources = len({fitting.source_of(r.case) for r in mine})
+        factor = fitted.get(stack, {}).get("factor")
+        shown = f"{factor:.3f}" if factor else "pooled"
+        band = _coverage(*stack_band_covered(theirs, fit))
+        rows.append(
+            f"| {stack} | {len(mine)} | {sources} | {shown} | {stats(mine)} | {stats(theirs)} "
+            f"| {band} |"
+        )
+    return rows
+
+
+def biased_groups(
+    out_of_sample: list[CaseResult], out_of_stack: list[CaseResult], limit: float = 0.15
+) -> list[str]:
+    """Sources and stacks (5 or more stated-layout cases) whose out-of-sample mean signed
+    error passes ``limit``: '- source `x`: +17.8 % (leave-one-source-out)'."""
+    lines = []
+    groups = (
+        ("source", fitting.source_of, out_of_sample, "leave-one-source-out"),
+        ("stack", fitting.stack_of, out_of_sample, "leave-one-source-out"),
+        ("stack", fitting.stack_of, out_of_stack, "leave-one-stack-out"),
+    )
+    for kind, key, results, label in groups:
+        for name in sorted({key(r.case) for r in results}):
+            errors = _errors([r for r in results if key(r.case) == name and _stated(r)])
+            if len(errors) >= 5 and abs(statistics.mean(errors)) > limit:
+                lines.append(
+                    f"- {kind} `{name}`: {statistics.mean(errors):+.1%} mean signed over "
+                    f"{len(errors)} cases ({label})"
+                )
+    return lines
+
+
 def family_rows(
     results: list[CaseResult], out_of_sample: list[CaseResult], fit: dict[str, Any]
 ) -> list[str]:
@@ -857,6 +950,7 @@ def write_report(
     gains: list[SearchGain],
     auto_everywhere: tuple[list[CaseResult], list[CaseResult]],
     unscored: Sequence[dict[str, Any]] = (),
+    out_of_stack: Sequence[CaseResult] = (),
 ) -> None:
     """Write ``docs/accuracy.md``.
 
@@ -876,7 +970,14 @@ def write_report(
         :func:`auto_results`.
     unscored : sequence of dict
         The cases that do not count (:func:`not_scored_section`).
+    out_of_stack : sequence of CaseResult
+        The same cases predicted at the pooled stack with their own stack left out.
     """
+    out_of_stack = list(out_of_stack)
+    stated_stack = [r for r in out_of_stack if _stated(r)]
+    stack_hits, stack_total = stack_band_covered(stated_stack, fit)
+    pooled = fit.get("stacks", {}).get("pooled", {"factor": 1.0, "sigma": 0.0})
+    biased = biased_groups(out_of_sample, out_of_stack)
     stated = [r for r in results if _stated(r)]
     stated_out = [r for r in out_of_sample if _stated(r)]
     auto = [r for r in results if not _stated(r)]
@@ -891,13 +992,49 @@ def write_report(
         "`estimator/calibration/cases/*.jsonl` is scored: the predicted `tokens_per_s_per_gpu`",
         "(default margins) against the measured one, error = (predicted - measured) / measured.",
         "",
-        "* **In-sample**: the estimator as shipped, fitted on every case, run through the",
-        "  command line by the shared `score.py`.",
+        "* **Leave-one-stack-out** (out of sample, first): for each software stack",
+        "  (`estimator/core/frameworks.py`, `STACKS`), every case run on it is left out, every",
+        "  family it measured is refitted from its prior on the rest, and its cases are",
+        "  predicted at the pooled stack of the others: what a user of a stack the calibration",
+        "  never saw gets, and what an estimate without a stated framework assumes.",
         "* **Leave-one-source-out** (out of sample): for each source (a paper, a README, one",
-        "  MLPerf round...), every family it measured is refitted without it and its cases",
-        "  are predicted.",
-        "  A family whose only source is left out is predicted from its prior. This is the",
-        "  figure to expect on a run the estimator has never seen.",
+        "  MLPerf round...), every family it measured is refitted from its prior without it,",
+        "  its stack's factor re-estimated without it, and its cases are predicted at their",
+        "  stack. A family whose only source is left out is predicted from its prior.",
+        "* **In-sample**: the estimator as shipped, run through the command line by the shared",
+        "  `score.py`; the cases name no framework, so they run at the pooled stack.",
+        "",
+        "| stated layouts | count | median | P90 | mean signed | band covers |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| leave-one-stack-out (pooled stack) | {len(stated_stack)} | {stats(stated_stack)} "
+        f"| {_coverage(stack_hits, stack_total)} |",
+        f"| leave-one-source-out (own stack) | {len([r for r in out_of_sample if _stated(r)])} "
+        f"| {stats([r for r in out_of_sample if _stated(r)])} "
+        f"| {_coverage(*_stated_coverage(out_of_sample, fit))} |",
+        "",
+        f"The pooled stack's factor on kernel efficiency is **{pooled['factor']:.3f}** (the "
+        "median of the current stacks'), and the between-stack log-sd it adds to the band is "
+        f"**{pooled['sigma']:.3f}**.",
+        "",
+        "### Per software stack",
+        "",
+        "`factor` multiplies the family's kernel fractions (matmul, fp8 matmul, attention, "
+        "memory bandwidth), each capped at its hardware limit, and divides the software "
+        "overheads; it is fitted on the families measured on two or more stacks and shrunk "
+        "towards the pooled value by its evidence (one pseudo-source). Errors are of "
+        "stated-layout cases.",
+        "",
+        "| stack | cases | sources | factor | leave-one-source-out median abs | P90 abs "
+        "| mean signed | leave-one-stack-out median abs | P90 abs | mean signed "
+        "| band covers (stack out) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *stack_rows(out_of_sample, out_of_stack, fit),
+        "",
+        "Sources and stacks whose out-of-sample mean signed error passes 15 %:",
+        "",
+        *(biased or ["- none"]),
+        "",
+        "## All cases, in and out of sample",
         "",
         "| cases | count | failed | in-sample median | in-sample P90 | in-sample mean signed "
         "| out-of-sample median | out-of-sample P90 | out-of-sample mean signed |",
@@ -1084,13 +1221,20 @@ def run_fit(cases: list[dict[str, Any]]) -> None:
     cases : list of dict
         Every case (unscored ones are skipped).
     """
-    whole = fitting.fit_all(fitting.prepare([c for c in cases if fitting.scored(c)]), processes=2)
+    whole = fitting.fit_calibration(
+        fitting.prepare([c for c in cases if fitting.scored(c)]), processes=2
+    )
+    print(f"  stacks {whole.stacks}", flush=True)
     out_of_sample = fitting.leave_one_source_out(
         cases, whole, progress=lambda source: print(f"leaving out {source}", flush=True)
+    )
+    out_of_stack = fitting.leave_one_stack_out(
+        cases, whole, progress=lambda stack: print(f"leaving out stack {stack}", flush=True)
     )
     record = fitting.fit_record(cases, out_of_sample, whole)
     record["unmeasured"] = unmeasured_spread(cases, out_of_sample)
     record["out_of_sample"] = dict(sorted(out_of_sample.items()))
+    record["out_of_stack"] = dict(sorted(out_of_stack.items()))
     calibration.FIT_PATH.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     for family, entry in record["families"].items():
         print(f"  {family:18s} {entry['fitted']} sigma {entry['sigma']}")
@@ -1171,9 +1315,14 @@ def main(argv: list[str] | None = None) -> int:
     ]
     out_of_sample = dict(fit.get("out_of_sample", {}))
     out_results = [CaseResult(r.case, r.measured, out_of_sample.get(r.case["id"])) for r in results]
+    out_of_stack = dict(fit.get("out_of_stack", {}))
+    stack_results = [
+        CaseResult(r.case, r.measured, out_of_stack.get(r.case["id"])) for r in results
+    ]
     gains = search_gains(counted)
     everywhere = auto_results(counted, out_of_sample)
-    write_report(args.output, results, out_results, fit, gains, everywhere, unscored)
+    write_report(args.output, results, out_results, fit, gains, everywhere, unscored, stack_results)
+    print("leave-one-stack-out, stated layouts:", stats([r for r in stack_results if _stated(r)]))
     for line in summary_lines(results, out_results):
         print(line)
     print(

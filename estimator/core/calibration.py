@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from estimator.core.frameworks import POOLED_STACK, STACKS
+
 
 @dataclass(frozen=True)
 class Efficiency:
@@ -27,7 +29,8 @@ class Efficiency:
     ----------
     gemm : float
         Fraction of dense peak a large, well-shaped matmul reaches (the small-shape penalty
-        comes on top, from the roofline's memory term, ``compute.gemm_byte_time``). [1]
+        comes from the roofline's memory term where it exceeds the arithmetic,
+        ``compute.gemm_exposed_byte_time``). [1]
     attention : float
         Fraction of 16-bit dense peak FlashAttention reaches on the FLOPs it executes. [1]
     memory_bandwidth : float
@@ -37,7 +40,9 @@ class Efficiency:
     inter_node_bandwidth : float
         Collective bus bandwidth over the scale-out network, as a fraction of its peak. [1]
     intra_node_latency_s, inter_node_latency_s : float
-        alpha of the alpha-beta model, per ring step. [s]
+        alpha of the alpha-beta model, per ring step: NCCL's own latency model for its ring
+        with the Simple protocol (the one large messages use), 3.4 us over NVLink and
+        9.6 us across the network (NVIDIA/nccl ``src/graph/tuning.cc``, ``hwLat``). [s]
     fp8_gemm : float
         Fraction of the fp8 dense peak an fp8 matmul with per-tensor scaling reaches; 0 means
         ``gemm`` (no separate figure). [1]
@@ -72,6 +77,16 @@ class Efficiency:
         Bytes per logit kept for the cross-entropy backward: fp32 logits in PyTorch
         frameworks (Korthikanti et al. 2022, section 4.3), 16-bit where XLA fuses the loss
         into the output projection's consumer (MaxText). [B]
+    overhead_scale : float
+        Multiplies the software's fixed costs, the per-layer overhead and the
+        framework-overhead margin: fitted per family to the time its measured runs spend
+        outside the modelled kernels (the pooled stack's), then divided by a stack's
+        factor (:func:`with_stack`). [1]
+    elementwise_fusion : float
+        Share of the elementwise passes' memory traffic (norms, activations, residual
+        adds, rotary embedding) that the compiler fuses into the neighbouring matmuls, so
+        it never goes through device memory: 0 in eager PyTorch, fitted for XLA (TPU),
+        which fuses elementwise producers and consumers into its matmul programs. [1]
     fitted : tuple of str
         Names of the attributes fitted to measurements (the rest are assumed).
     """
@@ -81,8 +96,8 @@ class Efficiency:
     memory_bandwidth: float = 0.80
     intra_node_bandwidth: float = 0.75
     inter_node_bandwidth: float = 0.80
-    intra_node_latency_s: float = 3e-6
-    inter_node_latency_s: float = 35.6e-6
+    intra_node_latency_s: float = 3.4e-6
+    inter_node_latency_s: float = 9.6e-6
     fp8_gemm: float = 0.0
     matmul_tile: int = 128
     reserved_memory_gib: float = 2.0
@@ -93,6 +108,8 @@ class Efficiency:
     compiler_remat: bool = False
     layer_overhead_scale: float = 1.0
     logits_bytes: float = 4.0
+    elementwise_fusion: float = 0.0
+    overhead_scale: float = 1.0
     fitted: tuple[str, ...] = ()
 
     @property
@@ -156,15 +173,115 @@ class Software:
     cpu_adam_bytes_per_s: float = 40e9
 
 
-#: Scale-out latency per node crossing, fitted on the NVIDIA families (2024); assumed elsewhere.
-_INTER_NODE_LATENCY_S = 35.6e-6
-#: Hopper's maximum achievable matmul fraction of peak (MAMF; stas00/ml-engineering,
-#: compute/accelerator README @b9e2972: 794 of 989 TFLOP/s bf16).
-_HOPPER_MAMF = 0.80
+@dataclass(frozen=True)
+class Limit:
+    """The most the hardware allows a fitted field, and the measurement that says so.
+
+    Attributes
+    ----------
+    value : float
+        Upper limit of the field. [1]
+    source : str
+        Where the limit comes from.
+    """
+
+    value: float
+    source: str
+
+
+_MAMF = (
+    "stas00/ml-engineering compute/accelerator/README.md @744d01e, 'Maximum Achievable "
+    "Matmul FLOPS comparison table' (torch.matmul, best shape of a brute-force search)"
+)
+#: What the hardware allows each fitted kernel fraction, per family: the best maximum
+#: achievable matmul fraction measured on any of the family's devices, and FlashAttention's
+#: published ceiling. A fit at its limit means the model lacks something the runs do.
+HARDWARE_LIMITS: dict[str, dict[str, Limit]] = {
+    "nvidia-ampere": {
+        "gemm": Limit(0.869, f"{_MAMF}: A100 SXM bf16 271.2 of 312 TFLOP/s"),
+        "attention": Limit(
+            0.73, "Dao 2023, FlashAttention-2 (arXiv 2307.08691), abstract: 50-73 % of peak on A100"
+        ),
+    },
+    "nvidia-hopper": {
+        "gemm": Limit(0.838, f"{_MAMF}: GH200 bf16 828.6 of 989 TFLOP/s (H100 SXM 80.3 %)"),
+        "fp8_gemm": Limit(0.776, f"{_MAMF}: GH200 fp8 1535 of 1979 TFLOP/s (H100 SXM 70.9 %)"),
+        "attention": Limit(
+            0.75, "Shah et al. 2024, FlashAttention-3 (arXiv 2407.08608): 740 TFLOP/s, 75 % on H100"
+        ),
+    },
+    "nvidia-blackwell": {
+        "gemm": Limit(0.786, f"{_MAMF}: B300 SXM bf16 1769 of 2250 TFLOP/s (B200 77.6 %)"),
+        "fp8_gemm": Limit(0.763, f"{_MAMF}: B200 SXM fp8 3432.5 of 4500 TFLOP/s"),
+    },
+    "intel-gaudi": {
+        "gemm": Limit(0.969, f"{_MAMF}: Gaudi 2 bf16 418.7 of 432 TFLOP/s"),
+        "fp8_gemm": Limit(0.955, f"{_MAMF}: Gaudi 2 fp8 826.5 of 865 TFLOP/s"),
+    },
+    "amd-cdna3": {
+        "gemm": Limit(0.604, f"{_MAMF}: MI325X bf16 784.9 of 1300 TFLOP/s (MI300X 51.4 %)"),
+    },
+}
+#: Limits every family shares: a fraction of a datasheet peak cannot pass 1.
+GENERAL_LIMITS: dict[str, Limit] = {
+    "gemm": Limit(1.0, "the datasheet peak (no published matmul ceiling for the family)"),
+    "memory_bandwidth": Limit(1.0, "the datasheet memory bandwidth"),
+    "overhead_scale": Limit(
+        3.0,
+        "a share of the framework-overhead margin: 3 x the default 10 % is more time outside "
+        "the kernels than any calibrated run shows (docs/accuracy.md)",
+    ),
+    "tp_overlap": Limit(1.0, "every tensor-parallel collective hidden"),
+    "elementwise_fusion": Limit(1.0, "every elementwise pass fused"),
+    "intra_node_bandwidth": Limit(
+        4.0,
+        "a TPU torus collective drives up to 4 ICI links of the quoted per-link rate at once "
+        "(v4/v5p: 6 links per chip, 2 per axis; Jouppi et al. 2023, TPU v4, section 2)",
+    ),
+}
+
+
+def hardware_limit(family: str, field: str) -> Limit:
+    """The most the hardware allows ``field`` of ``family``.
+
+    fp8 matmuls and attention without a figure of their own take the family's matmul
+    limit (neither outruns the matmul units).
+
+    Parameters
+    ----------
+    family : str
+        Accelerator family.
+    field : str
+        An :class:`Efficiency` field that the calibration fits.
+
+    Returns
+    -------
+    Limit
+    """
+    own = HARDWARE_LIMITS.get(family, {})
+    if field in own:
+        return own[field]
+    if field in ("fp8_gemm", "attention"):
+        return own.get("gemm", GENERAL_LIMITS["gemm"])
+    return GENERAL_LIMITS[field]
+
+
+#: NCCL's bus bandwidth over NVLink4 for collectives other than NVLS all-reduce: 370 of the
+#: 450 GB/s line rate (protocol overhead ~20 %; NCCL's maintainer in NVIDIA/nccl-tests issue
+#: 212, 2024-05-06; 365-370 GB/s for ring all-reduce on 2-8 H100s, NVIDIA/nccl issue 1455).
+_NVLINK4_RING = round(370.0 / 450.0, 3)
 #: The Hopper fit the priors of unmeasured families scale from (gemm, attention).
 _HOPPER_PRIOR = (0.690, 0.189)
 #: Scale for families with no published MAMF figure: a conservative 0.7 x Hopper.
 _UNKNOWN_SCALE = 0.7
+
+
+def _mamf_scale(family: str) -> float:
+    """A family's maximum achievable matmul fraction over Hopper's (the measured limits of
+    :data:`HARDWARE_LIMITS`): how much nearer its datasheet its matmuls run. [1]"""
+    return HARDWARE_LIMITS[family]["gemm"].value / HARDWARE_LIMITS["nvidia-hopper"]["gemm"].value
+
+
 #: Where ``scripts/accuracy_report.py --fit`` writes the fitted values and the
 #: cross-validated error of each family (generated, never edited by hand).
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "calibration.json"
@@ -181,13 +298,18 @@ def _prior(scale: float, **assumed: Any) -> Efficiency:
 #: Physical assumptions of each family before any fit: what a family without
 #: measurements runs on, and the starting point of the fit for those with some.
 PRIORS: dict[str, Efficiency] = {
-    "nvidia-ampere": _prior(1.0, inter_node_latency_s=_INTER_NODE_LATENCY_S),
-    "nvidia-hopper": _prior(1.0, inter_node_latency_s=_INTER_NODE_LATENCY_S, host_link_gbs=50.0),
+    "nvidia-ampere": _prior(_mamf_scale("nvidia-ampere")),
+    "nvidia-hopper": _prior(1.0, host_link_gbs=50.0, intra_node_bandwidth=_NVLINK4_RING),
     "nvidia-volta": _prior(_UNKNOWN_SCALE, attention=0.05),  # no FlashAttention before sm80
-    "nvidia-blackwell": _prior(_UNKNOWN_SCALE, host_link_gbs=50.0, native_block_fp8=True),
+    "nvidia-blackwell": _prior(
+        _mamf_scale("nvidia-blackwell"),
+        host_link_gbs=50.0,
+        native_block_fp8=True,
+        intra_node_bandwidth=_NVLINK4_RING,
+    ),
     "nvidia-ada": _prior(_UNKNOWN_SCALE),
     "amd-cdna2": _prior(_UNKNOWN_SCALE),
-    "amd-cdna3": _prior(0.55 / _HOPPER_MAMF, host_link_gbs=50.0),  # MI300X MAMF 668-782/1307
+    "amd-cdna3": _prior(_mamf_scale("amd-cdna3"), host_link_gbs=50.0),
     # XLA plans every buffer ahead of time: no caching-allocator fragmentation, no CUDA
     # context; a slice's chips talk over ICI links in a 2D/3D torus, several at once.
     "google-tpu": _prior(
@@ -199,7 +321,7 @@ PRIORS: dict[str, Efficiency] = {
         logits_bytes=2.0,
         compiler_remat=True,
     ),
-    "intel-gaudi": _prior(_UNKNOWN_SCALE, intra_node_bandwidth=0.70),
+    "intel-gaudi": _prior(_mamf_scale("intel-gaudi"), intra_node_bandwidth=0.70),
     "aws-trainium": _prior(_UNKNOWN_SCALE, intra_node_bandwidth=0.70),
     "generic": _prior(_UNKNOWN_SCALE),
 }
@@ -290,7 +412,8 @@ def with_bf16_from_fp8(table: Mapping[str, Efficiency]) -> dict[str, Efficiency]
 
     Its fp8 fraction times the bf16 / fp8 ratio of the reference family measured in both
     (:data:`FP8_REFERENCE_FAMILY`, the previous NVIDIA generation), never below its prior
-    and at most 0.95. Families with a bf16 fit are left alone.
+    and at most its hardware limit (:func:`hardware_limit`). Families with a bf16 fit are
+    left alone.
 
     Parameters
     ----------
@@ -310,7 +433,8 @@ def with_bf16_from_fp8(table: Mapping[str, Efficiency]) -> dict[str, Efficiency]
     out = dict(table)
     for family, efficiency in table.items():
         if "fp8_gemm" in efficiency.fitted and "gemm" not in efficiency.fitted:
-            gemm = max(efficiency.gemm, min(0.95, efficiency.fp8_gemm * ratio))
+            limit = hardware_limit(family, "gemm").value
+            gemm = max(efficiency.gemm, min(limit, efficiency.fp8_gemm * ratio))
             out[family] = dataclasses.replace(efficiency, gemm=round(gemm, 4))
     return out
 
@@ -331,37 +455,120 @@ FAMILY_EFFICIENCY: dict[str, Efficiency] = with_bf16_from_fp8(
 
 SOFTWARE = Software()
 
+#: The kernel fractions a software stack's factor multiplies (each capped at its limit); the
+#: software fixed costs are divided by it (``overhead_scale``).
+KERNEL_FIELDS = ("gemm", "fp8_gemm", "attention", "memory_bandwidth")
 
-def family_sigma(family: str) -> float:
-    """Out-of-sample log-sd of throughput for a family.
+
+def _stack_record(record: Mapping[str, Any]) -> tuple[dict[str, float], float]:
+    """Stack factors by stack id, ``pooled`` included, and the between-stack log-sd."""
+    stacks = record.get("stacks", {})
+    factors = {k: float(v["factor"]) for k, v in stacks.get("fitted", {}).items()}
+    pooled = stacks.get("pooled", {})
+    factors[POOLED_STACK] = float(pooled.get("factor", 1.0))
+    return factors, float(pooled.get("sigma", 0.0))
+
+
+#: Each calibrated stack's factor on the family's kernel fractions, and ``pooled``: the
+#: median stack that an estimate without a stated framework assumes (``make accuracy``
+#: fits them: ``calibration.json``, ``stacks``; docs/methodology.md, "Software stacks").
+STACK_FACTORS, BETWEEN_STACK_SIGMA = _stack_record(FIT_RECORD)
+
+
+def stack_factor(stack: str) -> float:
+    """The calibrated factor of ``stack`` on kernel efficiency; the pooled one for a stack
+    without measurements. [1]"""
+    return STACK_FACTORS.get(stack, STACK_FACTORS[POOLED_STACK])
+
+
+def calibrated_stacks() -> list[str]:
+    """The stacks with a factor of their own, sorted."""
+    return sorted(k for k in STACK_FACTORS if k != POOLED_STACK)
+
+
+def stack_name(stack: str) -> str:
+    """Display name of a stack, or of the pooled one."""
+    return STACKS[stack].name if stack in STACKS else "median of the calibrated stacks"
+
+
+def stack_calibrated(stack: str) -> bool:
+    """Whether ``stack`` has a factor of its own (measurements), not the pooled one."""
+    return stack in STACK_FACTORS and stack != POOLED_STACK
+
+
+def with_stack(efficiency: Efficiency, family: str, factor: float) -> Efficiency:
+    """``efficiency`` with its kernel fractions times a stack's ``factor``, each capped at
+    what the family's hardware allows (:func:`hardware_limit`), and its software fixed
+    costs (per-layer overhead, framework-overhead margin) divided by it: a tuned stack runs
+    its kernels nearer the roofline and spends less time outside them (CUDA graphs, fused
+    optimizers, overlapped data loading).
+
+    Parameters
+    ----------
+    efficiency : Efficiency
+        The family's efficiencies (the pooled stack's).
+    family : str
+        Accelerator family, for the limits.
+    factor : float
+        The stack's factor (:func:`stack_factor`). [1]
+
+    Returns
+    -------
+    Efficiency
+        A copy; unchanged when ``factor`` is 1.
+    """
+    if factor == 1.0:
+        return efficiency
+    changes: dict[str, Any] = {
+        name: min(value * factor, hardware_limit(family, name).value)
+        for name in KERNEL_FIELDS
+        if (value := getattr(efficiency, name))
+    }
+    changes["overhead_scale"] = efficiency.overhead_scale / factor
+    return dataclasses.replace(efficiency, **changes)
+
+
+def family_sigma(family: str, stack: str = POOLED_STACK) -> float:
+    """Out-of-sample log-sd of throughput for a family on a software stack.
 
     Parameters
     ----------
     family : str
         Accelerator family, e.g. ``nvidia-hopper``.
+    stack : str, optional
+        The stack assumed (:data:`~estimator.core.frameworks.STACKS`); the pooled stack,
+        and a stack without measurements, add the between-stack spread.
 
     Returns
     -------
     float
-        The fitted :attr:`FamilyFit.sigma`, or :data:`UNMEASURED_SIGMA` for a family
-        without measurements. [1]
+        sqrt(sigma_f^2 + tau^2) for the pooled stack, sigma_f for a calibrated one:
+        sigma_f the fitted :attr:`FamilyFit.sigma` (:data:`UNMEASURED_SIGMA` for a family
+        without measurements), tau :data:`BETWEEN_STACK_SIGMA`. [1]
     """
     fit = FAMILY_FITS.get(family)
-    return fit.sigma if fit is not None and fit.cases else UNMEASURED_SIGMA
+    sigma = fit.sigma if fit is not None and fit.cases else UNMEASURED_SIGMA
+    if stack_calibrated(stack):
+        return sigma
+    return float((sigma**2 + BETWEEN_STACK_SIGMA**2) ** 0.5)
 
 
-def efficiency_for(family: str) -> Efficiency:
-    """Efficiency parameters of an accelerator family.
+def efficiency_for(family: str, stack: str = POOLED_STACK) -> Efficiency:
+    """Efficiency parameters of an accelerator family on a software stack.
 
     Parameters
     ----------
     family : str
         Accelerator family (the catalog's ``family``).
+    stack : str, optional
+        Software stack (:data:`~estimator.core.frameworks.STACKS`), or ``"pooled"``.
 
     Returns
     -------
     Efficiency
         Calibrated where the family has measurements, its prior otherwise; ``generic`` when
-        the family is unknown.
+        the family is unknown; kernel fractions times the stack's factor
+        (:func:`with_stack`).
     """
-    return FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"])
+    base = FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"])
+    return with_stack(base, family, stack_factor(stack))

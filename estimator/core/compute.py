@@ -501,11 +501,13 @@ def elementwise_time(
     Returns
     -------
     ndarray
-        tokens x :func:`elementwise_values_per_token` x e / (W eps_mem). [s]
+        tokens x :func:`elementwise_values_per_token` x e x (1 - f) / (W eps_mem), f the
+        share the compiler fuses into the matmuls (``Efficiency.elementwise_fusion``). [s]
     """
     values = elementwise_values_per_token(workload, tp, sequence_parallel, passes)
     moved = np.asarray(tokens, dtype=np.float64) * values * workload.activation_bytes
-    return moved / _memory_rate(workload)
+    unfused = 1.0 - workload.efficiency.elementwise_fusion
+    return unfused * moved / _memory_rate(workload)
 
 
 def lm_head_time(workload: Workload, tokens: Numeric, tp: Numeric) -> tuple[FloatArray, FloatArray]:

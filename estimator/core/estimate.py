@@ -11,9 +11,16 @@ import numpy as np
 
 from estimator.core import finetune, memory
 from estimator.core import layout_rules as rules
-from estimator.core.calibration import efficiency_for
+from estimator.core.calibration import (
+    calibrated_stacks,
+    efficiency_for,
+    stack_calibrated,
+    stack_factor,
+    stack_name,
+)
 from estimator.core.constants import HOURS_PER_DAY, TERA
 from estimator.core.errors import ScenarioError
+from estimator.core.frameworks import PERIOD_STACKS
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.measurement import measured_estimate, measurement_parse
 from estimator.core.memory import GIB
@@ -210,10 +217,70 @@ def schedule_of(scenario: Mapping[str, Any], tokens_per_s: float) -> dict[str, A
     return _schedule(build_workload(validate_scenario(scenario)), tokens_per_s)
 
 
-def _margins_applied(workload: Workload) -> dict[str, float]:
-    """The margins as shares of the margin-free step time, as this cluster pays them."""
+def _software_stack(workload: Workload) -> dict[str, Any]:
+    """The stack assumed: ``id``, ``name``, ``factor`` [1] and ``calibrated`` (a factor of
+    its own, not the pooled one); :func:`stack_alternatives` adds the other stacks."""
     return {
-        "framework_overhead": workload.margins.framework_overhead,
+        "id": workload.stack,
+        "name": stack_name(workload.stack),
+        "factor": stack_factor(workload.stack),
+        "calibrated": stack_calibrated(workload.stack),
+    }
+
+
+def stack_alternatives(
+    scenario: Mapping[str, Any] | Scenario, result: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The estimate's ``software_stack`` with the same layout's speed on every calibrated
+    stack: what the stack assumption does to the number.
+
+    Kept out of :func:`estimate` (one layout evaluation per stack): the workers and the
+    command line add it to what they show.
+
+    Parameters
+    ----------
+    scenario : dict or Scenario
+        The scenario estimated.
+    result : dict
+        Its :func:`estimate` output (``parallelism``, ``framework``, ``software_stack``,
+        ``tokens_per_s_per_gpu``).
+
+    Returns
+    -------
+    dict
+        ``software_stack`` plus ``alternatives``: per calibrated stack (the period stacks
+        only when assumed) its ``name`` and ``relative_speed``, tokens/s there over tokens/s
+        on the stack assumed [1].
+    """
+    valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
+    layout = ParallelismConfig(**result["parallelism"])
+    assumed = result["software_stack"]["id"]
+    valid = dataclasses.replace(
+        valid, parallelism=layout, framework=result["framework"]["id"], stack=assumed
+    )
+    workload = build_workload(valid)
+    family = workload.spec.family
+    speed = float(result["tokens_per_s_per_gpu"])
+    alternatives = {}
+    shown = [s for s in calibrated_stacks() if s not in PERIOD_STACKS or s == assumed]
+    for stack in shown:
+        other = dataclasses.replace(workload, efficiency=efficiency_for(family, stack))
+        results = evaluate_layouts(other, Layouts.single(layout))
+        tokens_per_s = _scalar(results, "tokens_per_step") / _scalar(results, "step_time")
+        alternatives[stack] = {
+            "name": stack_name(stack),
+            "relative_speed": tokens_per_s / workload.num_gpus / speed,
+        }
+    return {**result["software_stack"], "alternatives": alternatives}
+
+
+def _margins_applied(workload: Workload) -> dict[str, float]:
+    """The margins as shares of the margin-free step time, as this cluster and stack pay
+    them: the framework overhead times the stack's ``overhead_scale``."""
+    scale = workload.efficiency.overhead_scale
+    return {
+        "framework_overhead": workload.margins.framework_overhead * scale,
+        "framework_overhead_scale": scale,
         "network_jitter": workload.margins.network_jitter * workload.jitter_scale,
         "network_jitter_scale": workload.jitter_scale,
     }
@@ -322,6 +389,7 @@ def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
     out.update(_schedule(workload, out["tokens_per_s"]))
     out["training_method"] = _training_method(workload, layout)
     out["framework"] = workload.framework.as_dict()
+    out["software_stack"] = _software_stack(workload)
     out["margins_applied"] = _margins_applied(workload)
     out["memory_headroom"] = _headroom(workload, out["memory_per_gpu_gib"]["total"])
     out["warnings"] = _warnings(workload, layout, results) + _host_warnings(out["training_method"])

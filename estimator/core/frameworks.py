@@ -22,6 +22,61 @@ from estimator.core.errors import ScenarioError
 
 
 @dataclass(frozen=True)
+class Stack:
+    """A software stack: the kernels, fusions and runtime a framework family trains with.
+
+    Its calibrated factor (``estimator/data/calibration.json``, ``stacks``) multiplies the
+    accelerator family's kernel efficiencies (:func:`estimator.core.calibration.efficiency_for`).
+
+    Attributes
+    ----------
+    id, name : str
+        Identifier and display name.
+    examples : str
+        The frameworks and published runs it stands for.
+    """
+
+    id: str
+    name: str
+    examples: str
+
+
+#: The stacks the calibration tells apart (docs/methodology.md, "Software stacks").
+STACKS: dict[str, Stack] = {
+    s.id: s
+    for s in (
+        Stack(
+            "megatron-core",
+            "vendor-tuned Megatron (Megatron-Core, NeMo, MLPerf submissions)",
+            "NVIDIA's Megatron-LM tables, NeMo recipes and MLPerf Training submissions; the "
+            "vendors' own Megatron forks (AMD's ROCm Megatron-LM and Primus, Intel's Gaudi "
+            "Megatron-DeepSpeed)",
+        ),
+        Stack(
+            "pytorch-native",
+            "PyTorch-native (FSDP/FSDP2 + TP)",
+            "torchtitan, Composer/llm-foundry, OLMo-core, fms-fsdp, FlashAttention's trainer",
+        ),
+        Stack("nanotron", "nanotron", "Hugging Face nanotron"),
+        Stack("deepspeed", "DeepSpeed", "DeepSpeed ZeRO and Megatron-DeepSpeed, as users run them"),
+        Stack("maxtext", "MaxText / JAX (XLA)", "MaxText on TPU and GPU, Pax"),
+        Stack("hf-peft", "Hugging Face Transformers + PEFT", "Accelerate, PEFT, TRL"),
+        Stack(
+            "megatron-2021",
+            "the 2021-22 fp16 stacks",
+            "Megatron-LM 2021, Megatron-DeepSpeed 2022 (no FlashAttention)",
+        ),
+    )
+}
+#: The stacks of the period profiles (fp16 without FlashAttention): never what "auto" stands
+#: for on today's kernels, nor an alternative worth showing beside them.
+PERIOD_STACKS = frozenset({"megatron-2021"})
+#: What an estimate with no stated framework assumes: the median of the calibrated stacks,
+#: not the best one, with the between-stack spread in its band.
+POOLED_STACK = "pooled"
+
+
+@dataclass(frozen=True)
 class FrameworkProfile:
     """What one framework supports.
 
@@ -73,10 +128,13 @@ class FrameworkProfile:
         Whether it freezes chosen layers and embeddings (``frozen_layers``).
     optimizers : tuple of str
         ``training.optimizer`` values it offers.
+    stack : str
+        The software stack (:data:`STACKS`) whose calibrated efficiency it runs at.
     """
 
     id: str
     name: str
+    stack: str = "megatron-core"
     tensor_parallel: bool = True
     pipeline_parallel: bool = True
     interleaved_schedule: bool = True
@@ -109,6 +167,7 @@ class FrameworkProfile:
         return {
             "id": self.id,
             "name": self.name,
+            "stack": self.stack,
             "memory_headroom": self.memory_headroom,
             "supports": {
                 "tp": self.tensor_parallel,
@@ -156,6 +215,7 @@ MEGATRON_2021_HEADROOM = 0.20
 _MEGATRON_2021 = FrameworkProfile(
     id="megatron-lm-2021",
     name="Megatron-LM 2021 (fp16, no FlashAttention)",
+    stack="megatron-2021",
     memory_headroom=MEGATRON_2021_HEADROOM,
     context_parallel=False,
     zero_stages=(0,),
@@ -192,6 +252,7 @@ PROFILES: dict[str, FrameworkProfile] = {
         FrameworkProfile(
             id="torchtitan",
             name="torchtitan (PyTorch FSDP2)",
+            stack="pytorch-native",
             zero_stages=(0, 2, 3),
             offload=("none", "optimizer_and_params"),
             shared_expert_overlap=False,
@@ -203,6 +264,7 @@ PROFILES: dict[str, FrameworkProfile] = {
         FrameworkProfile(
             id="deepspeed",
             name="DeepSpeed",
+            stack="deepspeed",
             interleaved_schedule=False,
             context_parallel=False,
             fp8=False,
@@ -218,6 +280,7 @@ PROFILES: dict[str, FrameworkProfile] = {
         FrameworkProfile(
             id="maxtext",
             name="MaxText (JAX/XLA)",
+            stack="maxtext",
             zero_stages=(0, 3),
             offload=("none",),
             memory_headroom=0.05,
@@ -232,6 +295,7 @@ PROFILES: dict[str, FrameworkProfile] = {
         FrameworkProfile(
             id="hf-peft",
             name="Hugging Face PEFT (Accelerate)",
+            stack="hf-peft",
             tensor_parallel=False,
             pipeline_parallel=False,
             interleaved_schedule=False,
@@ -243,6 +307,22 @@ PROFILES: dict[str, FrameworkProfile] = {
             shared_expert_overlap=False,
             methods=("full", "lora", "qlora"),
             optimizers=("adamw", "adamw8bit", "adafactor", "sgd", "lion"),
+        ),
+        # nanotron: TP (with sequence parallelism), 1F1B and all-forward-all-backward
+        # pipelines (no interleaving), ZeRO-1, full recomputation, no context parallelism
+        # and no fp8 in its released trainer (nanotron README and config reference, v0.5).
+        FrameworkProfile(
+            id="nanotron",
+            name="nanotron",
+            stack="nanotron",
+            interleaved_schedule=False,
+            context_parallel=False,
+            zero_stages=(0, 1),
+            recompute=("none", "full"),
+            fp8=False,
+            offload=("none",),
+            tp_overlap=False,
+            shared_expert_overlap=False,
         ),
         _MEGATRON_2021,
         # The other fp16 stacks of 2021-22, on the same kernels: Megatron-DeepSpeed (ZeRO-1
@@ -280,6 +360,30 @@ LEGACY_FP16_FAMILY_PREFIX = "nvidia-"
 #: The period stacks: "auto" never resolves to them outside the fp16 rule, and only they
 #: give way to the next candidate when no layout fits.
 LEGACY_FP16_FRAMEWORKS = frozenset({LEGACY_FP16_FRAMEWORK, LEGACY_FP16_SHARDED_FRAMEWORK})
+
+
+def stack_assumed(framework: str, stated: bool, family: str) -> str:
+    """The software stack an estimate runs at.
+
+    Parameters
+    ----------
+    framework : str
+        The resolved framework profile id.
+    stated : bool
+        Whether the scenario named its framework (not ``"auto"``).
+    family : str
+        The accelerator family.
+
+    Returns
+    -------
+    str
+        A named framework's stack; for ``"auto"``, the stack where only one runs the
+        scenario (the period stacks of fp16 on a GPU with bf16, MaxText on TPUs), else
+        :data:`POOLED_STACK`.
+    """
+    if stated or framework in LEGACY_FP16_FRAMEWORKS or family in DEFAULT_BY_FAMILY:
+        return PROFILES[framework].stack
+    return POOLED_STACK
 
 
 def auto_profiles(family: str, precision: str, has_bf16: bool) -> list[FrameworkProfile]:

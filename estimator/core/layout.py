@@ -176,7 +176,12 @@ def _micro_batch(
         workload, tokens, layouts.tp, layouts.sequence_parallel, "backward"
     )
     head_flop, head_byte = compute.lm_head_time(workload, tokens, layouts.tp)
-    overhead = workload.software.layer_overhead_s * workload.efficiency.layer_overhead_scale
+    efficiency = workload.efficiency
+    overhead = (
+        workload.software.layer_overhead_s
+        * efficiency.layer_overhead_scale
+        * efficiency.overhead_scale
+    )
     casts = compute.fp8_cast_time(workload, tokens, layouts.tp, layouts.ep)
     forward_elem, backward_elem = forward_elem + casts / 2, backward_elem + casts / 2
     # Training method (finetune): adapters add their skinny matmuls, QLoRA dequantises the
@@ -644,9 +649,12 @@ def evaluate_layouts(workload: Workload, layouts: Layouts) -> LayoutResults:
     bubble = (layouts.pp - 1) / layouts.virtual_stages * busy
     exposed = m * serial_comm + dp_exposed
     base = m * busy + bubble + exposed + optimizer
-    # The two margins add to the step: framework overhead everywhere, network jitter as a
+    # The two margins add to the step: framework overhead everywhere (less on a stack that
+    # spends less outside its kernels: efficiency.overhead_scale), network jitter as a
     # share that grows with the cluster (workload.network_jitter_scale).
-    framework_overhead = workload.margins.framework_overhead * base
+    framework_overhead = (
+        workload.margins.framework_overhead * workload.efficiency.overhead_scale * base
+    )
     jitter = workload.margins.network_jitter * workload.jitter_scale * base
     overheads = framework_overhead + jitter
     return LayoutResults(

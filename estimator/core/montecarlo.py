@@ -40,6 +40,7 @@ from estimator.core.calibration import family_sigma
 from estimator.core.constants import HOURS_PER_DAY, SECONDS_PER_DAY
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import estimate
+from estimator.core.frameworks import POOLED_STACK
 from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR
 from estimator.core.scenario import Margins, Scenario
 from estimator.core.validation import validate_scenario
@@ -122,9 +123,9 @@ class Uncertainty:
             if getattr(self, name) is not None or name != "efficiency_sigma":
                 object.__setattr__(self, name, _checked_sigma(name, getattr(self, name), highest))
 
-    def resolved(self, margins: Margins, family: str) -> Uncertainty:
+    def resolved(self, margins: Margins, family: str, stack: str = POOLED_STACK) -> Uncertainty:
         """These distributions with every default filled in for one scenario: margins
-        around its own values, the efficiency spread of its accelerator family.
+        around its own values, the efficiency spread of its accelerator family and stack.
 
         Parameters
         ----------
@@ -133,6 +134,8 @@ class Uncertainty:
         family : str
             The accelerator family, whose out-of-sample spread is the default
             ``efficiency_sigma`` (:func:`~estimator.core.calibration.family_sigma`).
+        stack : str, optional
+            The software stack assumed: the pooled stack adds the between-stack spread.
 
         Returns
         -------
@@ -147,7 +150,9 @@ class Uncertainty:
             framework_overhead=self.framework_overhead or around(margins.framework_overhead),
             network_jitter=self.network_jitter or around(margins.network_jitter),
             efficiency_sigma=(
-                family_sigma(family) if self.efficiency_sigma is None else self.efficiency_sigma
+                family_sigma(family, stack)
+                if self.efficiency_sigma is None
+                else self.efficiency_sigma
             ),
             failure_rate_sigma=self.failure_rate_sigma,
             restart_s=self.restart_s,
@@ -245,8 +250,9 @@ def percentiles(values: npt.ArrayLike) -> dict[str, float]:
 def split_step_time(result: Mapping[str, Any], margins: Margins) -> tuple[float, float]:
     """Split an estimate's step time into its margin-free part and the jitter scale.
 
-    :func:`~estimator.core.layout.evaluate_layouts` builds step = core (1 + o + j s), with
-    o = framework_overhead, j = network_jitter and s the cluster's jitter scale
+    :func:`~estimator.core.layout.evaluate_layouts` builds step = core (1 + o f + j s), with
+    o = framework_overhead, f the stack's share of it (:func:`overhead_scale`),
+    j = network_jitter and s the cluster's jitter scale
     (:func:`~estimator.core.workload.network_jitter_scale`), so core = step / (1 + o + j s).
 
     Parameters
@@ -263,9 +269,17 @@ def split_step_time(result: Mapping[str, Any], margins: Margins) -> tuple[float,
     jitter_scale : float
         s, the share of ``network_jitter`` this cluster pays. [1]
     """
-    scale = float(result["margins_applied"]["network_jitter_scale"])
-    factor = 1.0 + margins.framework_overhead + margins.network_jitter * scale
+    applied = result["margins_applied"]
+    scale = float(applied["network_jitter_scale"])
+    overhead = margins.framework_overhead * overhead_scale(result)
+    factor = 1.0 + overhead + margins.network_jitter * scale
     return float(result["step_time_s"]) / factor, scale
+
+
+def overhead_scale(result: Mapping[str, Any]) -> float:
+    """The share of the framework-overhead margin an estimate's stack pays
+    (``margins_applied.framework_overhead_scale``; 1 in estimates that predate it). [1]"""
+    return float(result["margins_applied"].get("framework_overhead_scale", 1.0))
 
 
 def step_time(
@@ -469,12 +483,13 @@ def monte_carlo(
     if measured and requested.efficiency_sigma is None:
         # The speed was measured: what is left unknown is how well it carries over.
         requested = dataclasses.replace(requested, efficiency_sigma=MEASURED_EFFICIENCY_SIGMA)
-    resolved = requested.resolved(valid.margins, valid.cluster.spec.family)
+    resolved = requested.resolved(valid.margins, valid.cluster.spec.family, valid.stack)
     if baseline is None:  # the mapping keeps the measurement; the validated form does not
         baseline = estimate(scenario if measured else valid)
     core, jitter_scale = split_step_time(baseline, valid.margins)
     draws = _draw(np.random.default_rng(seed), resolved, samples)
-    steps = step_time(core, jitter_scale, draws["framework_overhead"], draws["network_jitter"])
+    overheads = draws["framework_overhead"] * overhead_scale(baseline)
+    steps = step_time(core, jitter_scale, overheads, draws["network_jitter"])
     num_gpus = valid.cluster.num_gpus
     seconds_per_token = steps * draws["efficiency"] / baseline["tokens_per_step"]
     steady = valid.training.tokens * seconds_per_token / draws["utilisation"]
@@ -507,6 +522,7 @@ __all__ = [
     "Uncertainty",
     "estimate_with_uncertainty",
     "monte_carlo",
+    "overhead_scale",
     "percentiles",
     "split_step_time",
     "step_time",

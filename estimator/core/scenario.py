@@ -294,3 +294,7 @@ class Scenario:
     #: When ``framework`` was resolved from "auto": the later candidates that also run the
     #: scenario, in order; the layout search moves on to them while no layout fits.
     framework_fallbacks: tuple[str, ...] = ()
+    #: The software stack whose calibrated efficiency the estimate uses: the named
+    #: framework's, or "pooled" (the median stack) when it was left to "auto"
+    #: (:func:`estimator.core.frameworks.stack_assumed`).
+    stack: str = "pooled"

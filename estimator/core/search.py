@@ -59,7 +59,7 @@ from estimator.core import layout_rules as rules
 from estimator.core.compare import alternatives, with_comparisons
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import FORMAT_VERSION, estimate_scenario
-from estimator.core.frameworks import FrameworkProfile, profile_for
+from estimator.core.frameworks import FrameworkProfile, profile_for, stack_assumed
 from estimator.core.layout import Layouts, evaluate_layouts
 from estimator.core.memory import GIB, RECOMPUTE_CODES
 from estimator.core.scenario import RECOMPUTE_MODES, ParallelismConfig, Scenario
@@ -418,7 +418,10 @@ def with_fitting_framework(scenario: Scenario) -> Scenario:
             return scenario
         following = candidate.framework_fallbacks
         candidate = dataclasses.replace(
-            candidate, framework=following[0], framework_fallbacks=following[1:]
+            candidate,
+            framework=following[0],
+            framework_fallbacks=following[1:],
+            stack=stack_assumed(following[0], False, candidate.cluster.spec.family),
         )
     return candidate
 

@@ -37,6 +37,7 @@ from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR
 from estimator.core.montecarlo import (
     Uncertainty,
     monte_carlo,
+    overhead_scale,
     split_step_time,
     step_time,
     whole_run_factor,
@@ -119,7 +120,8 @@ def _evaluate(
     """Training days and GPU-hours of each case (column arrays keyed as :data:`INPUTS`),
     term by term as :func:`~estimator.core.montecarlo.monte_carlo` evaluates a sample."""
     core, jitter_scale = split_step_time(result, valid.margins)
-    steps = step_time(core, jitter_scale, cases["framework_overhead"], cases["network_jitter"])
+    overheads = cases["framework_overhead"] * overhead_scale(result)
+    steps = step_time(core, jitter_scale, overheads, cases["network_jitter"])
     # The Monte Carlo's factor k slows the step; efficiency e = 1 / k.
     seconds_per_token = steps / cases["efficiency"] / result["tokens_per_step"]
     steady = cases["tokens"] * seconds_per_token / cases["utilisation"]

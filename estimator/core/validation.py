@@ -19,9 +19,10 @@ from estimator.core.frameworks import (
     FrameworkProfile,
     auto_profiles,
     profile_for,
+    stack_assumed,
 )
-from estimator.core.power import spec_at_power_limit
 from estimator.core.measurement import measurement_parse
+from estimator.core.power import spec_at_power_limit
 from estimator.core.scenario import (
     CAPACITY_CHOICES,
     DEFAULT_LORA_TARGETS,
@@ -553,7 +554,8 @@ def _with_framework(scenario: Scenario) -> Scenario:
     family = scenario.cluster.spec.family
     if scenario.framework != "auto":
         _check_runs(scenario, profile_for(scenario.framework, family))
-        return scenario
+        stack = stack_assumed(scenario.framework, True, family)
+        return dataclasses.replace(scenario, stack=stack)
     spec = scenario.cluster.spec
     candidates = auto_profiles(family, scenario.training.precision, "bf16" in spec.peak_tflops)
     running = []
@@ -569,7 +571,12 @@ def _with_framework(scenario: Scenario) -> Scenario:
     # the 2021 stack sharded its states; today's default reports that nothing fits.
     period = running[0] in LEGACY_FP16_FRAMEWORKS and scenario.parallelism is None
     fallbacks = tuple(running[1:]) if period else ()
-    return dataclasses.replace(scenario, framework=running[0], framework_fallbacks=fallbacks)
+    return dataclasses.replace(
+        scenario,
+        framework=running[0],
+        framework_fallbacks=fallbacks,
+        stack=stack_assumed(running[0], False, family),
+    )
 
 
 def _check_runs(scenario: Scenario, profile: FrameworkProfile) -> None:

@@ -82,6 +82,8 @@ class Workload:
     method, optimizer, master_weights
         Training method, optimizer and whether mixed precision keeps an fp32 master copy
         (:mod:`estimator.core.finetune`).
+    stack : str
+        The software stack whose calibrated kernel efficiency ``efficiency`` carries.
     """
 
     model: ModelConfig
@@ -113,6 +115,7 @@ class Workload:
     method: MethodConfig = field(default_factory=MethodConfig)
     optimizer: str = "adamw"
     master_weights: bool = True
+    stack: str = "pooled"
 
 
 #: Devices at which the network-jitter margin reaches its stated value, and the most it
@@ -256,7 +259,8 @@ def build_workload(
     scenario : Scenario
         A validated scenario (:func:`estimator.core.validate_scenario`).
     efficiency : Efficiency, optional
-        Overrides the family's calibrated efficiencies (:func:`efficiency_for`).
+        Overrides the family's calibrated efficiencies on the scenario's stack
+        (:func:`efficiency_for`).
     software : Software, optional
         Overrides the framework behaviour (:data:`calibration.SOFTWARE`).
 
@@ -267,7 +271,7 @@ def build_workload(
     """
     spec, cluster = scenario.cluster.spec, scenario.cluster
     precision = scenario.training.precision
-    efficiency = efficiency or efficiency_for(spec.family)
+    efficiency = efficiency or efficiency_for(spec.family, scenario.stack)
     framework = profile_for(scenario.framework, spec.family)
     node_size = node_size_of(scenario)
     return Workload(
@@ -300,4 +304,5 @@ def build_workload(
         method=scenario.training.method,
         optimizer=scenario.training.optimizer,
         master_weights=scenario.training.master_weights,
+        stack=scenario.stack,
     )

@@ -45,7 +45,10 @@ def test_margin_lines_split_the_overheads_into_the_two_margins() -> None:
     framework, jitter = margin_lines(breakdown, margins)
     assert (framework.key, jitter.key) == ("framework_overhead", "network_jitter")
     assert_allclose(framework.seconds + jitter.seconds, breakdown["overheads"], rtol=1e-9)
-    assert framework.label == f"Framework overhead ({percent_text(margins['framework_overhead'])})"
+    stack = "" if margins["framework_overhead_scale"] == 1.0 else " on this software stack"
+    assert framework.label == (
+        f"Framework overhead ({percent_text(margins['framework_overhead'])}{stack})"
+    )
     assert jitter.label == (
         f"Network jitter ({percent_text(margins['network_jitter'])} at this cluster size)"
     )
@@ -54,7 +57,10 @@ def test_margin_lines_split_the_overheads_into_the_two_margins() -> None:
     assert jitter.scale_note == (
         f"{margins['network_jitter_scale']:.2f} times the stated {percent_text(jitter.stated)}"
     )
-    assert framework.scale_note is None
+    if margins["framework_overhead_scale"] == 1.0:
+        assert framework.scale_note is None
+    else:  # the software stack's share of the stated margin
+        assert framework.stated == pytest.approx(0.10, rel=1e-9)
 
 
 def test_step_parts_still_add_up_to_the_step_time() -> None:

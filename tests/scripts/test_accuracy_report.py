@@ -32,7 +32,8 @@ def test_the_estimator_runs_on_the_spread_the_fit_measured() -> None:
     assert report.unmeasured_sigma_problem(record) is None
     assert record["unmeasured"]["sigma"] == calibration.UNMEASURED_SIGMA
     # ... and so does the Monte Carlo, for a family nobody measured.
-    resolved = Uncertainty().resolved(Margins(), "aws-trainium")
+    named = calibration.calibrated_stacks()[0]  # a stated stack: no between-stack spread
+    resolved = Uncertainty().resolved(Margins(), "aws-trainium", named)
     assert resolved.efficiency_sigma == record["unmeasured"]["sigma"]
 
 

@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import compute, finetune, validate_scenario
+from estimator.core import compute, estimate, finetune, validate_scenario
 from estimator.core import model as arithmetic
 from estimator.core.calibration import Efficiency, Software
+from estimator.core.presets import preset_scenario
 from estimator.core.scenario import MethodConfig, MLAConfig, ModelConfig, MoEConfig
 from estimator.core.workload import Workload, build_workload
 
@@ -371,3 +372,34 @@ def test_mla_projections_split_over_tp_except_the_down_projections(q_lora_rank: 
     replicated = h * (q_lora_rank + 512 + 64)
     expected = 2 * (replicated + (weights - replicated) / 8)
     assert_allclose(_attention_gemm_flops_per_token(model, 8), expected, rtol=1e-12)
+
+
+#: Published fp8 / bf16 training speed-ups on H100 with PyTorch-native float8 (torchao with
+#: torch.compile, in torchtitan): "up to 1.25x at 8 GPU / 8B parameter count scale" (PyTorch
+#: docs, torchao "Quantized Training"); "up to 1.5x on 128 GPU LLaMa 3 70B pretraining jobs"
+#: (pytorch/ao torchao/float8/README.md); row-wise scaling "1.34-1.43x" at 2K-GPU scale
+#: (pytorch/ao README, April 2025) against tensor-wise's 1.5x. The lower ends are ours: fp8
+#: must pay for its casts on these large matmuls (the README's 4096 x 8192 x 16384 linear
+#: runs 1.39x), and row-wise scaling is slower than tensor-wise (the same README).
+FP8_SPEEDUPS = [
+    ("llama3-8b", 8, "tensorwise", 1.05, 1.25),
+    ("llama3-70b", 128, "tensorwise", 1.2, 1.5),
+    ("llama3-70b", 128, "rowwise", 1.1, 1.45),
+]
+
+
+@pytest.mark.parametrize(("preset", "gpus", "recipe", "low", "high"), FP8_SPEEDUPS)
+def test_the_fp8_speedup_of_each_recipe_lies_in_its_published_range(
+    preset: str, gpus: int, recipe: str, low: float, high: float
+) -> None:
+    """End to end, layout left to the search on the PyTorch-native stack the figures were
+    measured on: fp8 speeds up the linears only (attention and the LM head stay 16-bit) and
+    pays its casts, so the step gains far less than the 2x of the fp8 peak."""
+    bf16 = preset_scenario(preset, accelerator="H100-SXM", num_gpus=gpus, tokens=1e12)
+    bf16["framework"] = "torchtitan"
+    fp8 = {**bf16, "training": {**bf16["training"], "precision": "fp8", "fp8_recipe": recipe}}
+    speedup = estimate(fp8)["tokens_per_s_per_gpu"] / estimate(bf16)["tokens_per_s_per_gpu"]
+    assert low <= speedup <= high
+    if recipe == "rowwise":
+        tensorwise = {**fp8, "training": {**fp8["training"], "fp8_recipe": "tensorwise"}}
+        assert estimate(fp8)["tokens_per_s_per_gpu"] < estimate(tensorwise)["tokens_per_s_per_gpu"]

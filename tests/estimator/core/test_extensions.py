@@ -156,7 +156,8 @@ def test_cpu_adam_time_is_parameters_times_traffic_over_host_bandwidth() -> None
     extra = shard * SOFTWARE.optimizer_bytes_per_parameter / SOFTWARE.cpu_adam_bytes_per_s
     # Both margins are shares of the margin-free step (layout.evaluate_layouts); with pp = 2
     # and untied embeddings each stage holds exactly half the parameters, so this is exact.
-    margin = 1 + valid.margins.framework_overhead + valid.margins.network_jitter * w.jitter_scale
+    overhead = valid.margins.framework_overhead * w.efficiency.overhead_scale  # the stack's share
+    margin = 1 + overhead + valid.margins.network_jitter * w.jitter_scale
     assert_allclose(slower - fast, extra * margin, rtol=1e-9)
 
 

@@ -33,6 +33,7 @@ def test_profiles_known_and_auto_defaults() -> None:
         "deepspeed",
         "maxtext",
         "hf-peft",
+        "nanotron",
         "megatron-lm-2021",
         "megatron-deepspeed-2022",
     }

@@ -204,8 +204,11 @@ def test_margins_are_shares_of_the_margin_free_step(data: dict) -> None:
     parts = result["time_per_step_breakdown_s"]
     base = sum(parts[k] for k in BASE_PARTS)
     parsed = validate_scenario(data)
-    o, j = parsed.margins.framework_overhead, parsed.margins.network_jitter
-    scale = build_workload(parsed).jitter_scale
+    workload = build_workload(parsed)
+    # The stack assumed pays its share of the framework-overhead margin.
+    stack_share = workload.efficiency.overhead_scale
+    o = parsed.margins.framework_overhead * stack_share
+    j, scale = parsed.margins.network_jitter, workload.jitter_scale
     assert_allclose(parts["framework_overhead"], o * base, rtol=1e-12)
     assert_allclose(parts["network_jitter"], j * scale * base, rtol=1e-12, atol=1e-300)
     assert_allclose(
@@ -214,6 +217,7 @@ def test_margins_are_shares_of_the_margin_free_step(data: dict) -> None:
     assert_allclose(result["step_time_s"], base * (1 + o + j * scale), rtol=1e-12)
     assert result["margins_applied"] == {
         "framework_overhead": o,
+        "framework_overhead_scale": stack_share,
         "network_jitter": j * scale,
         "network_jitter_scale": scale,
     }

@@ -16,6 +16,7 @@ from numpy.testing import assert_allclose
 
 from estimator.core import ScenarioError, estimate
 from estimator.core.calibration import family_sigma
+from estimator.core.estimate import stack_alternatives
 from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR
 from estimator.core.montecarlo import (
     MARGIN_SPREAD,
@@ -231,12 +232,14 @@ def test_monte_carlo_efficiency_spread_is_the_familys_out_of_sample_error() -> N
     assert Uncertainty().resolved(Margins(), family).efficiency_sigma == sigma
     result = monte_carlo(SMALL, seed=5, uncertainty=collapsed(efficiency_sigma=None))
     days = result["training_days"]
-    # P90 / P50 of a lognormal is exp(Phi^-1(0.9) sigma); sampling error ~1 % here.
+    # P90 / P50 of a lognormal is exp(Phi^-1(0.9) sigma); a P90 of n samples has a relative
+    # standard error of about 1.71 sigma / sqrt(n): four of them (2.6 % at sigma 0.24).
     spread = math.exp(NormalDist().inv_cdf(0.9) * sigma)
-    assert_allclose(days["p90"] / days["p50"], spread, rtol=0.02)
-    assert_allclose(days["p50"], estimate(SMALL)["training_days"], rtol=0.02)
+    tolerance = 4 * 1.71 * sigma / math.sqrt(4000)
+    assert_allclose(days["p90"] / days["p50"], spread, rtol=tolerance)
+    assert_allclose(days["p50"], estimate(SMALL)["training_days"], rtol=tolerance)
     speed = result["tokens_per_s_per_gpu"]
-    assert_allclose(speed["p50"] / speed["p10"], spread, rtol=0.02)
+    assert_allclose(speed["p50"] / speed["p10"], spread, rtol=tolerance)
 
 
 @pytest.mark.parametrize(
@@ -405,7 +408,10 @@ def test_cli_estimate_uncertainty_prints_percentiles(tmp_path: Path) -> None:
         cwd=ROOT, capture_output=True, text=True, timeout=60, check=True,
     )  # fmt: skip
     printed = json.loads(done.stdout)
-    assert printed == json.loads(json.dumps(estimate_with_uncertainty(SMALL)))
+    # The command line adds what the stack assumption does to the number.
+    expected = estimate_with_uncertainty(SMALL)
+    expected["software_stack"] = stack_alternatives(SMALL, expected)
+    assert printed == json.loads(json.dumps(expected))
 
 
 def test_percentiles_match_numpy() -> None:
