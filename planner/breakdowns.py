@@ -357,3 +357,28 @@ def training_summary(training: Mapping[str, Any]) -> str:
         }
     )
     return "" if described is None or described.plain else described.summary
+
+
+def software_stack_shown(result: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The software stack an estimate assumed and how the same layout runs on each
+    calibrated stack ("NVIDIA-tuned: 23 % faster"); None for estimates that predate it."""
+    stack = result.get("software_stack")
+    if not stack:
+        return None
+    others = [
+        {
+            "name": other["name"],
+            "change": other["relative_speed"] - 1.0,
+            "text": _speed_text(other["relative_speed"]),
+        }
+        for key, other in sorted(stack.get("alternatives", {}).items())
+        if key != stack["id"]
+    ]
+    return {"name": stack["name"], "named": stack["calibrated"], "others": others}
+
+
+def _speed_text(relative: float) -> str:
+    change = relative - 1.0
+    if abs(change) < 0.005:
+        return "the same speed"
+    return f"{percent_text(abs(change))} {'faster' if change > 0 else 'slower'}"

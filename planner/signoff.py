@@ -29,6 +29,7 @@ from django.utils import timezone
 from planner.breakdowns import (
     TrainingMethod,
     margin_lines,
+    software_stack_shown,
     step_parts,
     training_method,
     whole_run_table,
@@ -84,8 +85,10 @@ def _run_details(run: Mapping[str, Any], estimate: Mapping[str, Any] | None) -> 
     estimate = estimate or {}
     whole_run = run.get("whole_run") or estimate.get("whole_run")
     margins = run.get("margins_applied") or estimate.get("margins_applied")
+    stack = run.get("software_stack") or estimate.get("software_stack")
     return {
         "run": run,
+        "software_stack": software_stack_shown({"software_stack": stack}),
         "whole_run": whole_run_table(whole_run),
         "margins": margin_lines(run.get("step_time_breakdown_s"), margins),
         "training_method": training_method(

@@ -68,7 +68,7 @@ def _integer(required: bool = False, **kwargs: Any) -> forms.IntegerField:
     return forms.IntegerField(required=required, min_value=1, **kwargs)
 
 
-FRAMEWORKS = [("auto", "Auto (what careful teams use on this hardware)")] + [
+FRAMEWORKS = [("auto", "Auto (the usual framework; speed of the median calibrated stack)")] + [
     (profile.id, profile.name) for profile in PROFILES.values()
 ]
 
@@ -141,10 +141,12 @@ class ScenarioForm(forms.Form):
         initial="auto",
         required=False,
         label="Framework",
-        help_text="What the layout search may use; auto: the first that runs the scenario "
-        "(Megatron-LM on GPUs, MaxText on TPUs, Hugging Face PEFT for QLoRA; fp16 on an "
-        "NVIDIA GPU with bf16: the 2021-22 stacks without FlashAttention, sharded when "
-        "nothing fits unsharded)",
+        help_text="What the layout search may use, and the software stack whose measured "
+        "speed the estimate assumes; auto: the first that runs the scenario (Megatron-LM on "
+        "GPUs, MaxText on TPUs, Hugging Face PEFT for QLoRA; fp16 on an NVIDIA GPU with "
+        "bf16: the 2021-22 stacks without FlashAttention, sharded when nothing fits "
+        "unsharded) at the median speed of the calibrated stacks, its band widened by the "
+        "spread between them",
     )
     tp = _integer(label="TP", help_text="Tensor parallel")
     pp = _integer(label="PP", help_text="Pipeline parallel")

@@ -326,6 +326,7 @@ def _run_summary(run: EstimationRun) -> dict[str, Any]:
         "memory_per_gpu_gib": result.get("memory_per_gpu_gib"),
         "accelerator_memory_gib": result.get("accelerator_memory_gib"),
         "margins_applied": result.get("margins_applied"),
+        "software_stack": result.get("software_stack"),
         "whole_run": result.get("whole_run"),
         "training_method": result.get("training_method"),
     }

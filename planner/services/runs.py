@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, estimate
+from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from estimator.core.sensitivity import sensitivity
@@ -239,6 +240,7 @@ def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dic
         0.05, "estimating (searching layouts)" if spec["parallelism"] == "auto" else "estimating"
     )
     result = estimate(spec)
+    result["software_stack"] = stack_alternatives(spec, result)
     low, high = (float(value) for value in run.inputs["utilisation"])
     uncertainty = Uncertainty(utilisation=(low, high))
     report(0.2, f"Monte Carlo, {run.samples:,} samples")

@@ -9,6 +9,7 @@ from typing import Any
 from planner.breakdowns import (
     margin_lines,
     percent_text,
+    software_stack_shown,
     step_parts,
     training_method,
     training_method_shown,
@@ -154,6 +155,7 @@ def _estimate_details(result: Mapping[str, Any]) -> dict[str, Any]:
         "margins": margin_lines(breakdown, margins),
         "whole_run": whole_run_table(result.get("whole_run")),
         "framework": (result.get("framework") or {}).get("name"),
+        "software_stack": software_stack_shown(result),
         "headroom": _memory_headroom(result),
         "layouts_considered": layouts_considered(result),
     }

@@ -562,6 +562,8 @@ def test_the_request_page_and_pdf_show_each_runs_whole_run_and_margins(
         assert f"{result['training_days']:.2f} d" in html
         jitter = result["time_per_step_breakdown_s"]["network_jitter"]
         assert f"{jitter:.3f} s per step" in html
+        # The approver sees which software stack each run's speed assumes.
+        assert f"stack: {result['software_stack']['name']}" in html
     for label in ("Steady-state training", "Allocation idle", "Total training time",
                   "Framework overhead", "Network jitter"):  # fmt: skip
         assert label in html, label

@@ -28,7 +28,14 @@ pytestmark = pytest.mark.django_db
 
 #: What the estimator added to its output with the whole run, the frameworks and the search's
 #: runners-up; a run stored before then has none of them.
-NEW_KEYS = ("whole_run", "margins_applied", "framework", "memory_headroom", "alternatives")
+NEW_KEYS = (
+    "whole_run",
+    "margins_applied",
+    "framework",
+    "software_stack",
+    "memory_headroom",
+    "alternatives",
+)
 
 
 def _result(run: EstimationRun) -> dict[str, Any]:
@@ -86,7 +93,11 @@ def test_the_step_time_shows_the_two_margins_as_separate_lines(estimated: Estima
     margins = result["margins_applied"]
     labels = {part["key"]: part["label"] for part in figures["step"]}
     assert "overheads" not in labels
-    assert labels["framework_overhead"] == "Framework overhead (10 %)"
+    # The pooled stack pays its share of the stated 10 % (1 over its factor).
+    share, scale = margins["framework_overhead"], margins["framework_overhead_scale"]
+    assert share == pytest.approx(0.10 * scale, rel=1e-12)
+    stack = "" if scale == 1.0 else " on this software stack"
+    assert labels["framework_overhead"] == f"Framework overhead ({percent_text(share)}{stack})"
     assert labels["network_jitter"] == (
         f"Network jitter ({percent_text(margins['network_jitter'])} at this cluster size)"
     )
@@ -149,7 +160,10 @@ def test_the_run_page_shows_the_whole_run_margins_headroom_and_layouts(
         "Steady-state training",
         "Allocation idle",
         f"{result['training_days']:.2f}",
-        "Framework overhead (10 %)",
+        f"Framework overhead ({percent_text(result['margins_applied']['framework_overhead'])}",
+        'data-testid="software-stack"',
+        escape(result["software_stack"]["name"]),
+        "The same layout on",  # the worker adds the other stacks' speeds
         f"Network jitter ({percent_text(result['margins_applied']['network_jitter'])}",
         'data-testid="memory-headroom"',
         f"Usable under {result['framework']['name']}",
@@ -183,6 +197,7 @@ def test_a_run_stored_before_the_new_figures_still_renders(
     estimated.refresh_from_db()
     figures = _figures(estimated)
     assert (figures["whole_run"], figures["headroom"], figures["framework"]) == (None, None, None)
+    assert figures["software_stack"] is None
     assert (figures["margins"], figures["layouts_considered"]) == ([], [])
     body = _page(requester, estimated)
     assert 'data-testid="step-breakdown"' in body
