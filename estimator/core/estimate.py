@@ -20,7 +20,7 @@ from estimator.core.calibration import (
 )
 from estimator.core.constants import HOURS_PER_DAY, TERA
 from estimator.core.errors import ScenarioError
-from estimator.core.frameworks import PERIOD_STACKS
+from estimator.core.frameworks import PERIOD_STACKS, auto_profiles
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.measurement import measured_estimate, measurement_parse
 from estimator.core.memory import GIB
@@ -248,9 +248,9 @@ def stack_alternatives(
     Returns
     -------
     dict
-        ``software_stack`` plus ``alternatives``: per calibrated stack (the period stacks
-        only when assumed) its ``name`` and ``relative_speed``, tokens/s there over tokens/s
-        on the stack assumed [1].
+        ``software_stack`` plus ``alternatives``: per calibrated stack that a framework
+        running on this accelerator has (the period stacks only when assumed) its ``name``
+        and ``relative_speed``, tokens/s there over tokens/s on the stack assumed [1].
     """
     valid = scenario if isinstance(scenario, Scenario) else validate_scenario(scenario)
     layout = ParallelismConfig(**result["parallelism"])
@@ -262,7 +262,14 @@ def stack_alternatives(
     family = workload.spec.family
     speed = float(result["tokens_per_s_per_gpu"])
     alternatives = {}
-    shown = [s for s in calibrated_stacks() if s not in PERIOD_STACKS or s == assumed]
+    # Only stacks a framework that runs on this accelerator has (TPUs: MaxText alone).
+    spec = workload.spec
+    runnable = {
+        p.stack for p in auto_profiles(family, valid.training.precision, "bf16" in spec.peak_tflops)
+    }
+    shown = [
+        s for s in calibrated_stacks() if s in runnable and (s not in PERIOD_STACKS or s == assumed)
+    ]
     for stack in shown:
         other = dataclasses.replace(workload, efficiency=efficiency_for(family, stack))
         results = evaluate_layouts(other, Layouts.single(layout))

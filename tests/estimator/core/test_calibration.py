@@ -266,3 +266,13 @@ def test_a_stated_stack_moves_the_estimate_and_narrows_the_band() -> None:
     stated_speed, stated_width = band("torchtitan")
     assert stated_speed != pytest.approx(auto_speed, rel=0.01)
     assert stated_width < auto_width
+
+
+def test_a_tpu_estimate_offers_no_gpu_stack_as_an_alternative() -> None:
+    """TPUs run MaxText alone: the stacks of GPU frameworks are no alternative there."""
+    tpu = {**STACK_SCENARIO, "cluster": {"accelerator": "TPU-v5p", "num_gpus": 64}}
+    result = estimate(tpu)
+    assert result["software_stack"]["id"] == "maxtext"
+    assert stack_alternatives(tpu, result)["alternatives"] == {
+        "maxtext": pytest.approx({"name": "MaxText / JAX (XLA)", "relative_speed": 1.0})
+    }
