@@ -757,7 +757,8 @@ def whole_run_section(path: Path) -> list[str]:
         note = "fitted" if r["fitted"] else "not fitted: " + ", ".join(r["flags"])
         rows.append(
             f"| `{r['id']}` | {r['num_gpus']}x {r['accelerator']} | {r['tokens']:.3g} "
-            f"| {measured:,.0f} | {r['steady_state_gpu_hours'] / measured - 1:+.1%} "
+            f"| {measured:,.0f} | {r['expected_interruptions']:.1f} | {r['idle_share']:.1%} "
+            f"| {r['steady_state_gpu_hours'] / measured - 1:+.1%} "
             f"| {r['in_sample_gpu_hours'] / measured - 1:+.1%} "
             f"| {r['out_of_sample_gpu_hours'] / measured - 1:+.1%} "
             f"| {low / measured - 1:+.0%} to {high / measured - 1:+.0%} "
@@ -770,10 +771,12 @@ def whole_run_section(path: Path) -> list[str]:
         "checkpoint writes, failures and restarts, spot preemptions, evaluation, ramp-up, "
         "stragglers and allocation idle (`estimator/core/wholerun.py`). Each published run "
         "(`estimator/calibration/whole_runs.jsonl`, with its source and what its figure "
-        "covers) is estimated with its layout left to the search. The one fitted figure, the "
-        f"share of the allocation held idle, is **{record['allocation_idle']:.1%}** "
-        "(Hodges-Lehmann centre of the publications' median log ratios); out of sample, "
-        "each publication's runs use the share fitted on the others. The Monte Carlo adds a "
+        "covers) is estimated with its layout left to the search. Idle time comes with "
+        "incidents, so a run that expects E interruptions (its held hours x devices x the "
+        "interruption rate) holds s (1 - e^-E) of its allocation idle. The one fitted figure, "
+        f"the saturated idle share s, is **{record['allocation_idle']:.1%}** (Hodges-Lehmann "
+        "centre of the publications' median implied shares); out of sample, each "
+        "publication's runs use the share fitted on the others. The Monte Carlo adds a "
         "lognormal whole-run factor of log-sd "
         f"**{record['sigma']}** (the scatter of the out-of-sample residuals beyond the "
         "efficiency spread); its P10-P90 band of GPU-hours, centred on the out-of-sample "
@@ -790,9 +793,10 @@ def whole_run_section(path: Path) -> list[str]:
         "`includes_other_phases` (post-training or distillation included); and runs another "
         "publication of the same team contradicts (`contradicted_by_publication`).",
         "",
-        "| run | cluster | tokens | published GPU-hours | steady state | whole run in-sample "
-        "| out-of-sample | band (P10 to P90) | covered | fit | source |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
+        "| run | cluster | tokens | published GPU-hours | interruptions expected "
+        "| idle share | steady state | whole run in-sample | out-of-sample | band (P10 to P90) "
+        "| covered | fit | source |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |",
         *rows,
         "",
     ]

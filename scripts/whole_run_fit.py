@@ -4,9 +4,11 @@ Reads ``estimator/calibration/whole_runs.jsonl`` (one published run per line: a 
 with the run's token count and cluster, the GPU-hours the publication reports and what they
 cover). For every run it estimates the whole run with no allocation idle (steady state,
 checkpoints, failures, evaluation, ramp-up, stragglers: :mod:`estimator.core.wholerun`) and
-fits the one free figure, the share of the allocation held idle, from the log ratios of
-measured / modelled wall clock, balanced over publications: each publication's median,
-then the Hodges-Lehmann estimate of their centre (the median of all pairwise means). With a
+fits the one free figure, the saturated share s of the allocation held idle. A run that
+expects E interruptions holds s (1 - e^-E) idle, so each run implies
+s = (1 - modelled / measured wall clock) / (1 - e^-E); the fit balances these over
+publications: each publication's median, then the Hodges-Lehmann estimate of their centre
+(the median of all pairwise means). With a
 dozen publications the plain median of medians jumps with whichever one is left out; the
 Hodges-Lehmann estimate is as robust to one wild publication and far steadier (Hollander
 and Wolfe, "Nonparametric Statistical Methods", 3rd ed., section 3.2). The spread of
@@ -32,6 +34,7 @@ import math
 import statistics
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +45,7 @@ from estimator.core import estimate  # noqa: E402
 from estimator.core.calibration import family_sigma  # noqa: E402
 from estimator.core.montecarlo import Uncertainty, monte_carlo  # noqa: E402
 from estimator.core.validation import validate_scenario  # noqa: E402
-from estimator.core.wholerun import FIT_PATH  # noqa: E402
+from estimator.core.wholerun import FIT_PATH, idle_share  # noqa: E402
 
 RUNS = ROOT / "estimator" / "calibration" / "whole_runs.jsonl"
 NOT_FITTED_FLAGS = ("throughput_based", "includes_other_phases", "contradicted_by_publication")
@@ -73,24 +76,48 @@ def measured_days(run: dict[str, Any]) -> float:
     return float(run["measured"]["gpu_hours"]) / 24.0 / run["scenario"]["cluster"]["num_gpus"]
 
 
-def balanced_log_ratio(logs: dict[str, list[float]]) -> float:
-    """Hodges-Lehmann centre of the sources' median log ratios: the median of the means of
-    every pair of sources, each source with itself included."""
-    medians = [statistics.median(v) for v in logs.values()]
+def balanced_centre(values: dict[str, list[float]]) -> float:
+    """Hodges-Lehmann centre of the sources' medians: the median of the means of every pair
+    of sources, each source with itself included."""
+    medians = [statistics.median(v) for v in values.values()]
     walsh = [(a + b) / 2.0 for i, a in enumerate(medians) for b in medians[i:]]
     return statistics.median(walsh)
 
 
-def idle_from(log_ratio: float) -> float:
-    """The idle share s with 1 / (1 - s) = e^log_ratio, within [0, MAX_IDLE]."""
-    return min(MAX_IDLE, max(0.0, 1.0 - math.exp(-log_ratio)))
+@dataclass(frozen=True)
+class Modelled:
+    """A run estimated with no allocation idle: wall clock [days] and the interruptions it
+    expects [1]."""
+
+    days: float
+    interruptions: float
+
+    def share(self, saturated: float) -> float:
+        """The idle share this run holds at saturated share ``saturated``. [1]"""
+        return float(idle_share(self.interruptions, saturated))
+
+    def days_at(self, saturated: float) -> float:
+        """Whole-run wall clock with the idle share of ``saturated``. [days]"""
+        return self.days / (1.0 - self.share(saturated))
 
 
-def fit(runs: list[dict[str, Any]], busy: dict[str, float]) -> float:
-    logs: dict[str, list[float]] = defaultdict(list)
+def modelled(scenario: dict[str, Any]) -> Modelled:
+    """``scenario`` estimated with no allocation idle."""
+    out = estimate(with_idle(scenario, 0.0))
+    days = float(out["training_days"])
+    return Modelled(days, days * 24.0 / float(out["goodput_details"]["mtbf_hours"]))
+
+
+def fit(runs: list[dict[str, Any]], busy: dict[str, Modelled]) -> float:
+    """The saturated idle share, within [0, MAX_IDLE], each run implying
+    (1 - modelled / measured) / (1 - e^-E)."""
+    implied: dict[str, list[float]] = defaultdict(list)
     for run in runs:
-        logs[run["source_group"]].append(math.log(measured_days(run) / busy[run["id"]]))
-    return idle_from(balanced_log_ratio(logs)) if logs else 0.0
+        m = busy[run["id"]]
+        implied[run["source_group"]].append(
+            (1.0 - m.days / measured_days(run)) / -math.expm1(-m.interruptions)
+        )
+    return min(MAX_IDLE, max(0.0, balanced_centre(implied))) if implied else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output", type=Path, default=FIT_PATH)
     args = parser.parse_args(argv)
     runs = load_runs()
-    busy = {r["id"]: float(estimate(with_idle(r["scenario"], 0.0))["training_days"]) for r in runs}
+    busy = {r["id"]: modelled(r["scenario"]) for r in runs}
     pool = [r for r in runs if fitted(r)]
     idle = fit(pool, busy)
     loo_idle = {
@@ -107,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     residuals, efficiency = [], []
     for run in pool:
-        predicted = busy[run["id"]] / (1.0 - loo_idle[run["source_group"]])
+        predicted = busy[run["id"]].days_at(loo_idle[run["source_group"]])
         residuals.append(math.log(predicted / measured_days(run)))
         family = validate_scenario(run["scenario"]).cluster.spec.family
         efficiency.append(family_sigma(family))
@@ -119,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     for run in runs:
         group, days = run["source_group"], measured_days(run)
         loo = loo_idle[group] if fitted(run) else idle
-        scenario = with_idle(run["scenario"], loo)
+        # The Monte Carlo runs at this run's idle share (what the estimate holds it at).
+        scenario = with_idle(run["scenario"], busy[run["id"]].share(loo))
         spread_out = monte_carlo(
             scenario, seed=1, samples=SAMPLES, uncertainty=Uncertainty(whole_run_sigma=sigma)
         )
@@ -137,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
                 "fitted": fitted(run),
                 "flags": run.get("flags") or [],
                 "measured_gpu_hours": measured,
-                "in_sample_gpu_hours": busy[run["id"]] / (1.0 - idle) * 24.0 * gpus,
-                "out_of_sample_gpu_hours": busy[run["id"]] / (1.0 - loo) * 24.0 * gpus,
+                "in_sample_gpu_hours": busy[run["id"]].days_at(idle) * 24.0 * gpus,
+                "out_of_sample_gpu_hours": busy[run["id"]].days_at(loo) * 24.0 * gpus,
+                "expected_interruptions": busy[run["id"]].interruptions,
+                "idle_share": busy[run["id"]].share(idle),
                 "steady_state_gpu_hours": float(
                     estimate(run["scenario"])["whole_run"]["steady_state_gpu_hours"]
                 ),

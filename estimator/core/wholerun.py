@@ -10,16 +10,21 @@ also covers (each a separate part of the estimate's ``whole_run``):
   waiting for capacity to come back (only when the capacity is spot);
 * **evaluation**: periodic validation loss and downstream benchmarks on the training
   devices, a share of the training time;
-* **ramp-up**: job start (scheduling, compilation, data-loader warm-up) and the slow first
-  steps and batch-size ramp, a fixed few hours plus a small share;
+* **ramp-up**: job start (scheduling, initialisation, loading the starting checkpoint, the
+  same work as a restart after an interruption) and the slow first steps and batch-size
+  ramp, one restart time plus a small share;
 * **stragglers**: slow or throttled devices and hosts that every synchronous step waits
   for until they are found and drained, growing with the number of nodes;
 * **allocation idle**: time the allocation is held but not training (loss spikes being
   investigated and rolled back, data-pipeline fixes, queueing for a replacement node,
-  maintenance), a share of the allocation fitted to published whole-run GPU-hours.
+  maintenance). Such time comes with incidents, so its share grows with the interruptions
+  the run expects, E = held hours x devices x interruption rate (run length and cluster size
+  together): s (1 - e^-E), the saturated share s fitted to published whole-run GPU-hours.
+  A run of a few hours on a few nodes, which expects no interruption, holds almost none
+  idle; a run that expects several holds the fitted share.
 
 Nothing here names a run: the constants are physical assumptions with their reasons, and
-``allocation_idle`` is the one figure fitted to published runs
+``allocation_idle`` (the saturated share) is the one figure fitted to published runs
 (``scripts/whole_run_fit.py``, ``estimator/data/whole_run.json``; docs/accuracy.md lists
 every run with its error and the leave-one-out figures).
 """
@@ -30,7 +35,11 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
+import numpy as np
+
+from estimator.core._types import Numeric
 from estimator.core.constants import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from estimator.core.goodput import (
     FAILURES_PER_DEVICE_HOUR,
@@ -46,9 +55,10 @@ from estimator.core.scenario import RunSettings
 #: checkpoints) as a share of training time: OLMo and Megatron-LM defaults evaluate on the
 #: order of 1 % of the tokens trained. [1]
 EVALUATION_FRACTION = 0.01
-#: Fixed start-up of a run: allocation, container start, compilation/autotuning and data
-#: loader warm-up, plus the first restarts while a new configuration settles. [h]
-RAMP_UP_HOURS = 4.0
+#: Start-up of a run: allocation, container start, initialisation and loading the starting
+#: checkpoint, the same work as a restart after an interruption (settling a new configuration
+#: and its early restarts is part of the allocation idle, which scales with the run). [s]
+START_UP_S = RESTART_S
 #: Steady-state throughput lost to learning-rate warm-up/batch-size ramp steps (small
 #: batches run at lower utilisation), as a share of training time. [1]
 RAMP_UP_FRACTION = 0.005
@@ -60,8 +70,12 @@ STRAGGLER_FRACTION_PER_DOUBLING = 0.004
 SPOT_PREEMPTIONS_PER_NODE_HOUR = 0.20 / (30.0 * 24.0)
 #: Waiting for spot capacity to come back after a reclaim, beyond the restart. [s]
 SPOT_REACQUIRE_S = 3600.0
-#: Default share of the allocation held idle, when the fitted file is absent. [1]
+#: Default saturated share of the allocation held idle, when the fitted file is absent. [1]
 DEFAULT_ALLOCATION_IDLE = 0.05
+#: Expected interruptions over which the idle share approaches its saturated value: the
+#: share is s (1 - exp(-E / this)); one, the run length at which the first interruption is
+#: expected (an assumption, not fitted: the published runs all expect one or more). [1]
+IDLE_INTERRUPTIONS_SCALE = 1.0
 _FIT_FILE = Path(__file__).resolve().parent.parent / "data" / "whole_run.json"
 PARTS = (
     "checkpoint_writes",
@@ -87,10 +101,23 @@ def _fitted() -> dict[str, float]:
 
 FIT_PATH = _FIT_FILE
 _FIT = _fitted()
-#: Share of the allocation held but idle, fitted to published whole runs. [1]
+#: Saturated share of the allocation held but idle, fitted to published whole runs. [1]
 ALLOCATION_IDLE = float(_FIT.get("allocation_idle", DEFAULT_ALLOCATION_IDLE))
 #: Log-sd of published whole runs around the model, beyond the efficiency spread. [1]
 WHOLE_RUN_SIGMA = float(_FIT.get("sigma", DEFAULT_WHOLE_RUN_SIGMA))
+
+
+def idle_share(expected_interruptions: Numeric, saturated: float = ALLOCATION_IDLE) -> Numeric:
+    """Share of the allocation held idle by a run that expects ``expected_interruptions``.
+
+    s (1 - exp(-E / :data:`IDLE_INTERRUPTIONS_SCALE`)): idle time comes with incidents
+    (rollbacks, triage, replacement nodes), so a run expected to see none holds almost none
+    idle and one expected to see several holds the saturated share ``s``. Broadcasts over
+    arrays. [1]
+    """
+    e = np.asarray(expected_interruptions, dtype=np.float64)
+    share = saturated * -np.expm1(-e / IDLE_INTERRUPTIONS_SCALE)
+    return float(share) if share.ndim == 0 else share
 
 
 @dataclass(frozen=True)
@@ -168,7 +195,6 @@ def whole_run(
     """
     s = settings or RunSettings()
     evaluation = EVALUATION_FRACTION if s.evaluation_fraction is None else s.evaluation_fraction
-    idle = ALLOCATION_IDLE if s.allocation_idle is None else s.allocation_idle
     nodes = max(1.0, num_devices / max(node_size, 1))
     mtbf = mean_time_between_failures(num_devices, failure_rate)
     delta = checkpoint_write_time(parameters, num_devices)
@@ -186,10 +212,14 @@ def whole_run(
         "failures_and_restarts": failures * steady_state_s,
         "preemptions": preempt * steady_state_s,
         "evaluation": evaluation * steady_state_s,
-        "ramp_up": RAMP_UP_HOURS * SECONDS_PER_HOUR + RAMP_UP_FRACTION * steady_state_s,
+        "ramp_up": START_UP_S + RAMP_UP_FRACTION * steady_state_s,
         "stragglers": STRAGGLER_FRACTION_PER_DOUBLING * math.log2(nodes) * steady_state_s,
     }
     held = steady_state_s + sum(busy.values())
+    # A stated share is the share, whatever the run's length. (The Monte Carlo passes
+    # arrays of samples through these float annotations; idle_share broadcasts.)
+    modelled = cast(float, idle_share(held / mtbf))
+    idle = modelled if s.allocation_idle is None else s.allocation_idle
     busy["allocation_idle"] = held * idle / (1.0 - idle)
     days = {k: v / SECONDS_PER_DAY for k, v in busy.items()}
     return WholeRun(

@@ -47,46 +47,78 @@ def test_only_whole_pretraining_runs_are_fitted(flags: list[str], expected: bool
     assert fitting.fitted({"flags": flags}) is expected
 
 
-@pytest.mark.parametrize("idle", [0.0, 0.05, 0.3, fitting.MAX_IDLE])
-def test_idle_from_inverts_the_held_share(idle: float) -> None:
-    # Wall clock held / busy = 1 / (1 - s) (wholerun: idle = held s / (1 - s)).
-    assert_allclose(fitting.idle_from(-math.log(1.0 - idle)), idle, atol=1e-12)
-
-
-def test_idle_from_clamps_to_its_range() -> None:
-    assert fitting.idle_from(-0.5) == 0.0  # runs faster than modelled: no idle
-    assert fitting.idle_from(5.0) == fitting.MAX_IDLE
-
-
-def test_balanced_log_ratio_weighs_each_source_once() -> None:
+def test_balanced_centre_weighs_each_source_once() -> None:
     # Source a: median of (0.1, 0.2, 0.9) = 0.2; b: 0.6; c: 0.4. Pairwise means (each with
     # itself too): 0.2 0.3 0.4 0.4 0.5 0.6, median 0.4 - a's three runs count as one source.
-    logs = {"a": [0.1, 0.2, 0.9], "b": [0.6], "c": [0.4]}
-    assert_allclose(fitting.balanced_log_ratio(logs), 0.4, rtol=1e-12)
+    values = {"a": [0.1, 0.2, 0.9], "b": [0.6], "c": [0.4]}
+    assert_allclose(fitting.balanced_centre(values), 0.4, rtol=1e-12)
 
 
-def test_balanced_log_ratio_is_the_hodges_lehmann_centre() -> None:
+def test_balanced_centre_is_the_hodges_lehmann_centre() -> None:
     # Source medians 0, 0, 1: the median of medians would be 0; the pairwise means are
     # 0 0 0 0.5 0.5 1 (Hollander and Wolfe, section 3.2), whose median is 0.25.
-    logs = {"a": [0.0], "b": [0.0, -0.1, 0.1], "c": [1.0]}
-    assert_allclose(fitting.balanced_log_ratio(logs), 0.25, rtol=1e-12)
+    values = {"a": [0.0], "b": [0.0, -0.1, 0.1], "c": [1.0]}
+    assert_allclose(fitting.balanced_centre(values), 0.25, rtol=1e-12)
 
 
-def test_fit_recovers_the_idle_share_that_generated_the_runs() -> None:
-    # Runs whose measured GPU-hours are the busy model at 20 % idle.
-    busy = {"x": 10.0, "y": 40.0, "z": 3.0}
+def _runs_at(saturated: float, busy: dict[str, fitting.Modelled]) -> list[dict]:
+    """Runs whose measured GPU-hours are the busy model at saturated idle share ``saturated``."""
     gpus = {"x": 64, "y": 1024, "z": 8}
-    runs = [
+    return [
         {
             "id": k,
             "source_group": g,
             "scenario": {"cluster": {"num_gpus": gpus[k]}},
-            "measured": {"gpu_hours": busy[k] / 0.8 * 24 * gpus[k]},
+            "measured": {"gpu_hours": busy[k].days_at(saturated) * 24 * gpus[k]},
         }
         for k, g in (("x", "a"), ("y", "a"), ("z", "b"))
     ]
+
+
+def test_fit_recovers_the_saturated_share_that_generated_the_runs() -> None:
+    # Runs expecting 0.3, 4 and 40 interruptions hold 0.26, 0.98 and 1.0 of the share.
+    busy = {
+        "x": fitting.Modelled(10.0, 0.3),
+        "y": fitting.Modelled(40.0, 4.0),
+        "z": fitting.Modelled(3.0, 40.0),
+    }
+    runs = _runs_at(0.2, busy)
     assert_allclose(fitting.fit(runs, busy), 0.2, rtol=1e-12)
     assert fitting.fit([], busy) == 0.0
+
+
+def test_fit_clamps_to_its_range() -> None:
+    busy = {k: fitting.Modelled(10.0, 5.0) for k in "xyz"}
+    assert fitting.fit(_runs_at(0.0, busy), busy) == 0.0
+    faster = [
+        {**r, "measured": {"gpu_hours": r["measured"]["gpu_hours"] * 0.8}}
+        for r in _runs_at(0.0, busy)
+    ]
+    assert fitting.fit(faster, busy) == 0.0  # runs faster than modelled: no idle
+    slower = [
+        {**r, "measured": {"gpu_hours": r["measured"]["gpu_hours"] * 9}}
+        for r in _runs_at(0.0, busy)
+    ]
+    assert fitting.fit(slower, busy) == fitting.MAX_IDLE
+
+
+def test_modelled_share_follows_the_expected_interruptions() -> None:
+    # s (1 - e^-E): a run expecting one interruption holds 63 % of the saturated share.
+    run = fitting.Modelled(10.0, 1.0)
+    assert_allclose(run.share(0.3), 0.3 * (1 - math.exp(-1)), rtol=1e-12)
+    assert_allclose(run.days_at(0.3), 10.0 / (1 - 0.3 * (1 - math.exp(-1))), rtol=1e-12)
+
+
+def test_modelled_counts_the_interruptions_of_the_whole_run() -> None:
+    scenario = fitting.load_runs()[0]["scenario"]
+    run = fitting.modelled(scenario)
+    out = estimate(fitting.with_idle(scenario, 0.0))
+    hours = out["training_days"] * 24
+    assert_allclose(run.interruptions, hours / out["goodput_details"]["mtbf_hours"], rtol=1e-12)
+    # Each device fails at the rate of Kokolis et al. 2024: E = hours x devices x rate.
+    rate = 3.39e-5
+    devices = scenario["cluster"]["num_gpus"]
+    assert_allclose(run.interruptions, hours * devices * rate, rtol=0.01)
 
 
 def test_with_idle_sets_the_share_and_the_whole_run_follows() -> None:

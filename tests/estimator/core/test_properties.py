@@ -12,9 +12,10 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from estimator.core import estimate, load_catalog, validate_scenario
+from estimator.core.constants import SECONDS_PER_DAY
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.memory import GIB
-from estimator.core.wholerun import ALLOCATION_IDLE, RAMP_UP_HOURS
+from estimator.core.wholerun import START_UP_S
 from estimator.core.workload import build_workload
 
 CATALOG = load_catalog()
@@ -161,12 +162,14 @@ def test_recompute_never_increases_activations_nor_decreases_step_time(
 @PROPERTY_SETTINGS
 @given(scenarios())
 def test_training_days_double_with_tokens(data: dict[str, Any]) -> None:
-    # Every whole-run part is a share of the steady state but the fixed ramp-up hours
-    # (held idle like the rest): days = a steady + RAMP_UP_HOURS / 24 / (1 - idle).
+    # At a stated idle share every whole-run part is a share of the steady state but the
+    # fixed start-up (held idle like the rest): days = a steady + START_UP_S / day / (1 - idle).
+    idle = 0.2
+    data["run"] = {**(data.get("run") or {}), "allocation_idle": idle}
     once = estimate(data)
     data["training"]["tokens"] *= 2
     twice = estimate(data)
-    fixed_days = RAMP_UP_HOURS / 24 / (1 - ALLOCATION_IDLE)
+    fixed_days = START_UP_S / SECONDS_PER_DAY / (1 - idle)
     gpus = data["cluster"]["num_gpus"]
     assert_allclose(
         twice["training_days"] - fixed_days, 2 * (once["training_days"] - fixed_days), rtol=1e-9
@@ -179,6 +182,15 @@ def test_training_days_double_with_tokens(data: dict[str, Any]) -> None:
     steady = (once["whole_run"]["steady_state_days"], twice["whole_run"]["steady_state_days"])
     assert_allclose(steady[1], 2 * steady[0], rtol=1e-12)
     assert_allclose(twice["step_time_s"], once["step_time_s"], rtol=1e-12)
+    # Left to the model, the idle share grows with the interruptions a longer run expects.
+    del data["run"]["allocation_idle"]
+    longer = estimate(data)
+    data["training"]["tokens"] /= 2
+    shorter = estimate(data)
+    shares = [r["whole_run"]["parts_days"]["allocation_idle"] / r["training_days"]
+              for r in (shorter, longer)]  # fmt: skip
+    assert shares[1] >= shares[0] * (1 - 1e-12)
+    assert longer["training_days"] > shorter["training_days"]
 
 
 @PROPERTY_SETTINGS

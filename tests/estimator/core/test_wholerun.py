@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 
+import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
@@ -71,15 +73,57 @@ def test_whole_run_schedule_parts_follow_their_formulas(dedicated: wholerun.Whol
     parts = parts_s(dedicated)
     assert parts["preemptions"] == 0.0  # dedicated capacity
     assert_allclose(parts["evaluation"], wholerun.EVALUATION_FRACTION * STEADY_S, rtol=1e-12)
-    ramp = wholerun.RAMP_UP_HOURS * 3600 + wholerun.RAMP_UP_FRACTION * STEADY_S
+    # One start, the same work as a restart, plus the warm-up share.
+    ramp = g.RESTART_S + wholerun.RAMP_UP_FRACTION * STEADY_S
     assert_allclose(parts["ramp_up"], ramp, rtol=1e-12)
     # 128 nodes: 7 doublings beyond one node.
     stragglers = wholerun.STRAGGLER_FRACTION_PER_DOUBLING * 7 * STEADY_S
     assert_allclose(parts["stragglers"], stragglers, rtol=1e-12)
     held = STEADY_S + sum(v for k, v in parts.items() if k != "allocation_idle")
-    idle = wholerun.ALLOCATION_IDLE
+    # The idle share at the interruptions the held time expects: s (1 - e^-E).
+    expected = held / g.mean_time_between_failures(DEVICES)
+    idle = wholerun.ALLOCATION_IDLE * (1 - math.exp(-expected))
     assert_allclose(parts["allocation_idle"], held * idle / (1 - idle), rtol=1e-12)
     assert tuple(dedicated.parts_days) == wholerun.PARTS
+
+
+def idle_share_of(run: wholerun.WholeRun) -> float:
+    return run.parts_days["allocation_idle"] / run.training_days
+
+
+def test_a_run_that_expects_no_interruption_holds_almost_no_idle() -> None:
+    # A 350 M model for 8 hours on 32 devices expects 32 x 8 x 3.39e-5 = 0.009
+    # interruptions: under 1 % of the saturated share, where a flat share charged it all.
+    run = whole_run(8 * 3600.0, 350e6, 32, 8)
+    expected = 8 * 32 * g.FAILURES_PER_DEVICE_HOUR
+    assert expected < 0.01
+    assert idle_share_of(run) < 0.01 * wholerun.ALLOCATION_IDLE
+    # and its start-up is one restart's time, not hours.
+    assert run.parts_days["ramp_up"] * DAY < g.RESTART_S + 0.01 * 8 * 3600
+
+
+def test_a_long_run_on_many_devices_holds_the_saturated_share(
+    dedicated: wholerun.WholeRun,
+) -> None:
+    # 60 days on 1,024 devices expect about 50 interruptions.
+    assert dedicated.interruptions_per_day * 60 > 40
+    assert_allclose(idle_share_of(dedicated), wholerun.ALLOCATION_IDLE, rtol=1e-6)
+
+
+def test_idle_share_grows_with_run_length_and_cluster_size() -> None:
+    days = [1, 3, 10, 30]
+    by_length = [idle_share_of(whole_run(d * DAY, 7e9, 128, 8)) for d in days]
+    by_size = [idle_share_of(whole_run(5 * DAY, 7e9, n, 8)) for n in (8, 64, 512, 4096)]
+    for shares in (by_length, by_size):
+        assert all(a < b for a, b in itertools.pairwise(shares))
+        assert shares[0] > 0.0
+        assert shares[-1] <= wholerun.ALLOCATION_IDLE
+
+
+def test_idle_share_broadcasts_over_samples() -> None:
+    shares = wholerun.idle_share(np.array([0.0, 1.0, 50.0]), 0.3)
+    assert_allclose(shares, [0.0, 0.3 * (1 - math.exp(-1)), 0.3], rtol=1e-12)
+    assert isinstance(wholerun.idle_share(2.0, 0.3), float)
 
 
 def test_whole_run_days_and_goodput(dedicated: wholerun.WholeRun) -> None:
