@@ -346,6 +346,8 @@ def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, 
     dense, expert = memory.stage_parameters(workload.model, layouts.tp, layouts.pp, layouts.ep)
     dp_cp = layouts.dp * layouts.cp
     collectives = memory.layers_per_stage(workload.model.num_layers, layouts.pp) + 1.0
+    # A model without routed experts has no expert collectives to pay the latency of.
+    expert_collectives = np.where(expert > 0, collectives, 0.0)
     # ZeRO-3 on a stack whose sharded collectives use one NIC per device.
     nics = None
     if not workload.framework.sharded_multi_rail:
@@ -360,7 +362,7 @@ def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, 
         return comms.all_gather_time(
             dense_bytes, dp_cp, bandwidth, latency * collectives
         ) + comms.all_gather_time(
-            expert_bytes, dp_cp / layouts.ep, expert_bandwidth, expert_latency * collectives
+            expert_bytes, dp_cp / layouts.ep, expert_bandwidth, expert_latency * expert_collectives
         )
 
     base = finetune.base_weight_bytes(workload.model, workload.method, weight_bytes)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import compute, estimate, memory, validate_scenario
+from estimator.core import comms, compute, estimate, layout, memory, validate_scenario
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.workload import build_workload
 
@@ -304,3 +304,28 @@ def test_shared_expert_time_is_linear_in_the_shared_experts_and_above_their_flop
     # Gate + up (2 h f) and down (f h) matmuls, 2 FLOPs per multiply-add, on every token.
     flops = 2 * tokens * 3 * SMALL["model"]["hidden_size"] * 1408
     assert time_one > flops / one.peak_matmul_flops
+
+
+def test_a_dense_model_pays_the_data_parallel_latency_once() -> None:
+    # One reduce-scatter per layer of the stage (and one for the embeddings); no expert
+    # collectives when there are no experts: (L + 1) (n - 1) alpha + (n - 1)/n M / beta.
+    data = scenario(
+        SMALL,
+        cluster={"num_gpus": 16},
+        training={"global_batch_size": 16},
+        parallelism={"tp": 1, "pp": 1, "dp": 16, "micro_batch_size": 1, "zero_stage": 0},
+        framework="torchtitan",
+    )
+    parsed = validate_scenario(data)
+    assert parsed.parallelism is not None
+    workload = build_workload(parsed)
+    layouts = Layouts.single(parsed.parallelism)
+    bandwidth, latency = layout._group_link(workload, layouts.dp, layouts.tp)
+    params = memory.stage_parameters(parsed.model, 1.0, 1.0, 1.0)[0]
+    gradient_bytes = memory.bytes_per_parameter(workload.precision, workload.optimizer, False)[1]
+    collectives = parsed.model.num_layers + 1.0
+    expected = comms.reduce_scatter_time(
+        params * gradient_bytes, 16.0, bandwidth, latency * collectives
+    )
+    _, grads = layout._dp_gather_times(workload, layouts)
+    assert_allclose(grads, expected, rtol=1e-12)
