@@ -127,6 +127,11 @@ MIXED_PRECISION_ADAM_BYTES = 2 * HALF_PRECISION_BYTES + ADAM_MIXED_PRECISION_STA
 #: Weight all-gathers per micro-batch under ZeRO-3: one before the forward, one before the
 #: backward, beside one gradient reduce-scatter: 3 Psi per step against 2 Psi [5]. [1]
 ZERO3_WEIGHT_GATHERS = 2.0
+#: Megatron-Core's default DDP bucket: max(40 M, 1 M x dp) parameters
+#: (megatron/core/distributed/distributed_data_parallel_config.py, ``bucket_size``: "larger
+#: DP sizes need larger buckets to ensure collectives do not become latency-bound"). [1]
+MCORE_BUCKET_MIN_PARAMETERS = 40e6
+MCORE_BUCKET_PARAMETERS_PER_RANK = 1e6
 
 # --- Communication ([4], [7], [8], [9]) ----------------------------------------------------
 

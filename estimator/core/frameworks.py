@@ -130,6 +130,14 @@ class FrameworkProfile:
         ``training.optimizer`` values it offers.
     stack : str
         The software stack (:data:`STACKS`) whose calibrated efficiency it runs at.
+    mcore_ddp : bool
+        Whether its data parallelism is Megatron-Core's DDP and distributed optimizer: buckets
+        of max(40 M, 1 M x dp) parameters (``DistributedDataParallelConfig.bucket_size``:
+        larger groups move fewer, larger buckets so the collectives do not become
+        latency-bound), and in the interleaved schedule each model chunk's gradients
+        reduce-scattered once its last backward ends and its weights gathered before its
+        first forward, behind the other chunks' passes (``grad_sync_func`` and
+        ``param_sync_func`` of ``forward_backward_pipelining_with_interleaving``).
     """
 
     id: str
@@ -155,6 +163,7 @@ class FrameworkProfile:
     methods: tuple[str, ...] = ("full",)
     freezing: bool = True
     optimizers: tuple[str, ...] = ("adamw",)
+    mcore_ddp: bool = False
 
     def as_dict(self) -> dict[str, object]:
         """The profile as the estimate output's ``framework`` object.
@@ -245,6 +254,7 @@ PROFILES: dict[str, FrameworkProfile] = {
             offload=("none", "optimizer"),
             methods=("full", "lora"),
             optimizers=("adamw", "sgd"),
+            mcore_ddp=True,
         ),
         # torchtitan on PyTorch FSDP2: DDP or FSDP (stage 2 "reshard after forward off",
         # stage 3), TP with async TP, PP schedules incl. interleaved, CP, EP, float8;

@@ -24,6 +24,8 @@ from estimator.core.constants import (
     EP_ALL_TO_ALLS_BACKWARD,
     EP_ALL_TO_ALLS_FORWARD,
     FORWARD_BACKWARD_PASSES,
+    MCORE_BUCKET_MIN_PARAMETERS,
+    MCORE_BUCKET_PARAMETERS_PER_RANK,
     PIPELINE_SENDS_PER_MICRO_BATCH,
     TP_COLLECTIVES_BACKWARD,
     TP_COLLECTIVES_FORWARD,
@@ -331,23 +333,39 @@ def _pipeline_p2p_time(workload: Workload, layouts: Layouts, tokens: FloatArray)
     return np.where(layouts.pp > 1, per_micro_batch, 0.0)
 
 
+def mcore_buckets(parameters: Numeric, dp: Numeric, chunks: Numeric) -> FloatArray:
+    """Collectives Megatron-Core's DDP moves ``parameters`` in: buckets of at most
+    max(40 M, 1 M x dp) parameters (``DistributedDataParallelConfig.bucket_size``), at
+    least one per model chunk (each chunk has its own buffers); none for no parameters. [1]
+    """
+    size = np.maximum(MCORE_BUCKET_MIN_PARAMETERS, MCORE_BUCKET_PARAMETERS_PER_RANK * dp)
+    params = np.asarray(parameters, dtype=np.float64)
+    return np.where(params > 0, np.maximum(chunks, np.ceil(params / size)), 0.0)
+
+
 def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, FloatArray]:
     """All-gather time of the stage's weights and reduce-scatter time of its gradients
     over the data-parallel group (d c ranks; routed experts over d c / e).
 
     Each volume moves as one collective per layer of the stage (FSDP units, DDP buckets),
-    so the latency is paid per layer. Gradients are reduced in the training precision, and
-    only for what is trained (the adapters under LoRA); weights move at their stored size
-    (NF4 under QLoRA, plus the adapters).
+    so the latency is paid per layer; Megatron-Core's DDP moves it in buckets of
+    :func:`mcore_buckets`, fewer as the group grows. Gradients are reduced in the training
+    precision, and only for what is trained (the adapters under LoRA); weights move at
+    their stored size (NF4 under QLoRA, plus the adapters).
     """
     weight_bytes, gradient_bytes, _ = memory.bytes_per_parameter(
         workload.precision, workload.optimizer, workload.method.adapters
     )
     dense, expert = memory.stage_parameters(workload.model, layouts.tp, layouts.pp, layouts.ep)
     dp_cp = layouts.dp * layouts.cp
-    collectives = memory.layers_per_stage(workload.model.num_layers, layouts.pp) + 1.0
+    per_layer = memory.layers_per_stage(workload.model.num_layers, layouts.pp) + 1.0
     # A model without routed experts has no expert collectives to pay the latency of.
-    expert_collectives = np.where(expert > 0, collectives, 0.0)
+    dense_collectives, expert_collectives = per_layer, np.where(expert > 0, per_layer, 0.0)
+    if workload.framework.mcore_ddp:  # buckets, but FSDP (stage 3) still gathers per layer
+        buckets = mcore_buckets(dense, dp_cp, layouts.virtual_stages)
+        expert_buckets = mcore_buckets(expert, dp_cp / layouts.ep, layouts.virtual_stages)
+        dense_collectives = np.where(layouts.zero_stage == 3, per_layer, buckets)
+        expert_collectives = np.where(layouts.zero_stage == 3, expert_collectives, expert_buckets)
     # ZeRO-3 on a stack whose sharded collectives use one NIC per device.
     nics = None
     if not workload.framework.sharded_multi_rail:
@@ -360,7 +378,7 @@ def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, 
 
     def gather(dense_bytes: FloatArray, expert_bytes: FloatArray) -> FloatArray:
         return comms.all_gather_time(
-            dense_bytes, dp_cp, bandwidth, latency * collectives
+            dense_bytes, dp_cp, bandwidth, latency * dense_collectives
         ) + comms.all_gather_time(
             expert_bytes, dp_cp / layouts.ep, expert_bandwidth, expert_latency * expert_collectives
         )
@@ -381,6 +399,42 @@ def _adapter_parameters(workload: Workload, layouts: Layouts) -> FloatArray:
     return per_layer * memory.layers_per_stage(workload.model.num_layers, layouts.pp) / layouts.tp
 
 
+def chunked_exposed_time(
+    communication: Numeric, compute: Numeric, chunks: Numeric, spacing: Numeric, overlap: Numeric
+) -> FloatArray:
+    """Exposed time of a data-parallel collective split over the ``chunks`` model chunks of
+    an interleaved pipeline, each chunk's share launched when that chunk is ready.
+
+    A chunk's weights are needed at its first forward, and its gradients are final after its
+    last backward; the interleaved schedule runs ``spacing`` (min(p, m)) micro-batches
+    through one chunk before the next, so consecutive chunks' collectives are that many
+    chunk passes apart and hide behind the other chunks' compute: a window of
+    ``compute``/v (1 + (v - 1) spacing). The first (or last) chunk's share still has only
+    its own pass to hide behind. With v = 1 this is :func:`comms.exposed_time` of one pass.
+
+    Parameters
+    ----------
+    communication : array_like
+        The whole stage's collective time. [s]
+    compute : array_like
+        One micro-batch's pass (forward, or backward) through the whole stage. [s]
+    chunks, spacing : array_like
+        v, model chunks per device, and micro-batches per chunk turn. [1]
+    overlap : array_like
+        Share of the shorter of communication and compute that is hidden. [1]
+
+    Returns
+    -------
+    ndarray
+        The larger of the first chunk's exposed share and the whole collective's exposure
+        over the window. [s]
+    """
+    c, v = np.asarray(communication, dtype=np.float64), np.asarray(chunks, dtype=np.float64)
+    one_chunk = comms.exposed_time(c / v, compute / v, overlap)
+    window = compute / v * (1.0 + (v - 1.0) * spacing)
+    return np.maximum(one_chunk, comms.exposed_time(c, window, overlap))
+
+
 def _dp_times(
     workload: Workload, layouts: Layouts, m: FloatArray, micro_batch: _MicroBatch
 ) -> tuple[FloatArray, FloatArray]:
@@ -398,6 +452,12 @@ def _dp_times(
     exposed_params = comms.exposed_time(params, micro_batch.forward, overlap)
     stages = [layouts.zero_stage == 0, layouts.zero_stage == 1, layouts.zero_stage == 2]
     all_reduce = ALL_REDUCE_PHASES * grads  # reduce-scatter + all-gather of the gradients
+    exposed_all_reduce = comms.exposed_time(all_reduce, backward, overlap)
+    if workload.framework.mcore_ddp:
+        v, spacing = layouts.virtual_stages, np.minimum(layouts.pp, m)
+        exposed_grads = chunked_exposed_time(grads, backward, v, spacing, overlap)
+        exposed_params = chunked_exposed_time(params, micro_batch.forward, v, spacing, overlap)
+        exposed_all_reduce = chunked_exposed_time(all_reduce, backward, v, spacing, overlap)
     gross = np.select(
         stages,
         [all_reduce, grads + params, m * grads + params],
@@ -407,7 +467,7 @@ def _dp_times(
     exposed = np.select(
         stages,
         [
-            comms.exposed_time(all_reduce, backward, overlap),
+            exposed_all_reduce,
             exposed_grads + exposed_params,
             m * exposed_grads + exposed_params,
         ],

