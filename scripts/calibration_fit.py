@@ -186,7 +186,9 @@ def prepare(cases: Sequence[dict[str, Any]]) -> list[Prepared]:
 def predict(case: Prepared, efficiency: calibration.Efficiency, factor: float = 1.0) -> float:
     """Predicted tokens/s/GPU of a stated-layout case under ``efficiency`` (the pooled
     stack's) and its stack's ``factor`` on the kernel fractions."""
-    efficiency = calibration.with_stack(efficiency, case.family, factor)
+    efficiency = calibration.with_stack(
+        efficiency, case.family, factor, calibration.attention_speedup(case.family, case.stack)
+    )
     workload = build_workload(case.scenario, efficiency)
     layout = case.scenario.parallelism
     assert layout is not None

@@ -496,7 +496,28 @@ def stack_calibrated(stack: str) -> bool:
     return stack in STACK_FACTORS and stack != POOLED_STACK
 
 
-def with_stack(efficiency: Efficiency, family: str, factor: float) -> Efficiency:
+#: Stacks whose attention on Hopper is of FlashAttention-3's class: Transformer Engine's
+#: fused attention (cuDNN, which it selects on sm90) and FlashAttention-3 use the Hopper-only
+#: warpgroup matmuls and TMA; the other stacks' FlashAttention-2 kernels do not.
+HOPPER_ATTENTION_STACKS = frozenset({"megatron-core"})
+#: FlashAttention-3 over FlashAttention-2 on H100 in 16 bits: "1.5-2.0x" forward and
+#: "1.5-1.75x" backward (Shah et al. 2024, "FlashAttention-3", arXiv 2407.08608, abstract
+#: and section 4.1); the low end, as for both passes. [1]
+HOPPER_ATTENTION_SPEEDUP = 1.5
+
+
+def attention_speedup(family: str, stack: str) -> float:
+    """How much faster ``stack``'s attention kernels run on ``family`` than the
+    FlashAttention-2 class the family's fit stands for: :data:`HOPPER_ATTENTION_SPEEDUP` for
+    the stacks of :data:`HOPPER_ATTENTION_STACKS` on Hopper, else 1. [1]"""
+    if family == "nvidia-hopper" and stack in HOPPER_ATTENTION_STACKS:
+        return HOPPER_ATTENTION_SPEEDUP
+    return 1.0
+
+
+def with_stack(
+    efficiency: Efficiency, family: str, factor: float, attention: float = 1.0
+) -> Efficiency:
     """``efficiency`` with its kernel fractions times a stack's ``factor``, each capped at
     what the family's hardware allows (:func:`hardware_limit`), and its software fixed
     costs (per-layer overhead, framework-overhead margin) divided by it: a tuned stack runs
@@ -511,16 +532,20 @@ def with_stack(efficiency: Efficiency, family: str, factor: float) -> Efficiency
         Accelerator family, for the limits.
     factor : float
         The stack's factor (:func:`stack_factor`). [1]
+    attention : float
+        The stack's attention kernels over the family's (:func:`attention_speedup`),
+        applied before the cap. [1]
 
     Returns
     -------
     Efficiency
-        A copy; unchanged when ``factor`` is 1.
+        A copy; unchanged when ``factor`` and ``attention`` are 1.
     """
-    if factor == 1.0:
+    if factor == 1.0 and attention == 1.0:
         return efficiency
+    kernel = {"attention": factor * attention}
     changes: dict[str, Any] = {
-        name: min(value * factor, hardware_limit(family, name).value)
+        name: min(value * kernel.get(name, factor), hardware_limit(family, name).value)
         for name in KERNEL_FIELDS
         if (value := getattr(efficiency, name))
     }
@@ -567,8 +592,8 @@ def efficiency_for(family: str, stack: str = POOLED_STACK) -> Efficiency:
     -------
     Efficiency
         Calibrated where the family has measurements, its prior otherwise; ``generic`` when
-        the family is unknown; kernel fractions times the stack's factor
-        (:func:`with_stack`).
+        the family is unknown; kernel fractions times the stack's factor, attention also
+        times the stack's kernel speed-up (:func:`with_stack`, :func:`attention_speedup`).
     """
     base = FAMILY_EFFICIENCY.get(family, FAMILY_EFFICIENCY["generic"])
-    return with_stack(base, family, stack_factor(stack))
+    return with_stack(base, family, stack_factor(stack), attention_speedup(family, stack))

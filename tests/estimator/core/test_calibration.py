@@ -126,6 +126,31 @@ def test_with_stack_scales_kernels_up_to_the_hardware_and_overheads_down() -> No
     assert calibration.with_stack(hopper, "nvidia-hopper", 1.0) is hopper
 
 
+def test_flashattention_3_class_attention_on_hopper_for_the_tuned_stack_only() -> None:
+    """Transformer Engine's fused attention and FlashAttention-3 run 1.5-2.0x FA2's forward
+    and 1.5-1.75x its backward on H100 (Shah et al. 2024): the low end, capped at FA3's
+    75 %; other stacks and other families keep the family's FlashAttention-2 class."""
+    assert calibration.attention_speedup("nvidia-hopper", "megatron-core") == 1.5
+    for family, stack in (
+        ("nvidia-hopper", "pytorch-native"),
+        ("nvidia-hopper", "pooled"),
+        ("nvidia-ampere", "megatron-core"),  # FA3 needs sm90
+        ("nvidia-blackwell", "megatron-core"),
+    ):
+        assert calibration.attention_speedup(family, stack) == 1.0, (family, stack)
+    hopper = with_fitted(PRIORS["nvidia-hopper"], {"gemm": 0.70, "attention": 0.30})
+    tuned = calibration.with_stack(hopper, "nvidia-hopper", 1.1, attention=1.5)
+    assert tuned.attention == pytest.approx(0.30 * 1.1 * 1.5, rel=1e-12)
+    assert tuned.gemm == pytest.approx(0.70 * 1.1, rel=1e-12)  # matmuls: the factor only
+    capped = calibration.with_stack(hopper, "nvidia-hopper", 1.0, attention=3.0)
+    assert capped.attention == calibration.hardware_limit("nvidia-hopper", "attention").value
+    assert capped.gemm == hopper.gemm
+    base = calibration.FAMILY_EFFICIENCY["nvidia-hopper"]
+    factor = calibration.stack_factor("megatron-core")
+    expected = min(base.attention * factor * 1.5, 0.75)
+    assert efficiency_for("nvidia-hopper", "megatron-core").attention == pytest.approx(expected)
+
+
 def test_every_hardware_limit_cites_its_source() -> None:
     for family, limits in calibration.HARDWARE_LIMITS.items():
         for field, limit in limits.items():
