@@ -203,7 +203,8 @@ def band_covered(results: list[CaseResult], fit: dict[str, Any]) -> dict[str, tu
 def stack_band_covered(results: list[CaseResult], fit: dict[str, Any]) -> tuple[int, int]:
     """(covered, scored) of leave-one-stack-out predictions: the band an estimate without a
     stated framework shows, centred on the pooled-stack prediction with the family's spread
-    and the between-stack spread, sqrt(sigma_f^2 + tau^2).
+    and the between-stack spread, sqrt(sigma_f^2 + tau^2); tau as fitted without the
+    case's own stack (``sigma_without``), since tau comes from these very errors.
 
     Parameters
     ----------
@@ -216,11 +217,13 @@ def stack_band_covered(results: list[CaseResult], fit: dict[str, Any]) -> tuple[
     -------
     (int, int)
     """
-    tau = float(fit.get("stacks", {}).get("pooled", {}).get("sigma", 0.0))
+    pooled = fit.get("stacks", {}).get("pooled", {})
     covered = total = 0
     for r in results:
         if r.error is None or not r.predicted:
             continue
+        stack = fitting.stack_of(r.case)
+        tau = float(pooled.get("sigma_without", {}).get(stack, pooled.get("sigma", 0.0)))
         family = fit["families"].get(family_of(r.case), {})
         sigma = float(family.get("sigma", calibration.UNMEASURED_SIGMA))
         total += 1
@@ -1018,7 +1021,10 @@ def write_report(
         "",
         f"The pooled stack's factor on kernel efficiency is **{pooled['factor']:.3f}** (the "
         "median of the current stacks'), and the between-stack log-sd it adds to the band is "
-        f"**{pooled['sigma']:.3f}**.",
+        f"**{pooled['sigma']:.3f}**: the spread of the leave-one-stack-out errors beyond the "
+        "families' own, on the families measured on two or more stacks, each stack weighing "
+        "the same (`calibration_fit.between_stack_spread`). Each stack's band coverage below "
+        "uses the spread fitted without that stack.",
         "",
         "### Per software stack",
         "",
@@ -1235,7 +1241,7 @@ def run_fit(cases: list[dict[str, Any]]) -> None:
     out_of_stack = fitting.leave_one_stack_out(
         cases, whole, progress=lambda stack: print(f"leaving out stack {stack}", flush=True)
     )
-    record = fitting.fit_record(cases, out_of_sample, whole)
+    record = fitting.fit_record(cases, out_of_sample, whole, out_of_stack)
     record["unmeasured"] = unmeasured_spread(cases, out_of_sample)
     record["out_of_sample"] = dict(sorted(out_of_sample.items()))
     record["out_of_stack"] = dict(sorted(out_of_stack.items()))

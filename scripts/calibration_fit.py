@@ -661,14 +661,83 @@ def family_spread(errors: Sequence[float]) -> tuple[float, float]:
     return max(sigma, MIN_SIGMA), float(np.median(errors))
 
 
+def weighted_quantile(values: Sequence[float], weights: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` under ``weights`` (the smallest value whose share of
+    the total weight at or below it reaches ``q``)."""
+    order = np.argsort(values)
+    cumulative = np.cumsum(np.asarray(weights, dtype=np.float64)[order])
+    index = int(np.searchsorted(cumulative, q * cumulative[-1]))
+    return float(np.asarray(values, dtype=np.float64)[order][min(index, len(order) - 1)])
+
+
+def between_stack_spread(
+    errors: dict[str, list[tuple[float, float]]], leave_out: str | None = None
+) -> float:
+    """tau, the spread a stack the calibration never saw lands at around the pooled-stack
+    prediction, beyond its family's own spread.
+
+    From the leave-one-stack-out log errors of the cases whose family was measured on
+    other stacks too (elsewhere a left-out stack leaves its family on its prior, which is
+    the family's ignorance, not the stacks' spread), each stack weighing the same:
+    S = weighted P80 of |e| / Phi^-1(0.9), and tau = sqrt(max(0, S^2 - mean sigma_f^2)).
+
+    Parameters
+    ----------
+    errors : dict
+        By stack, (log error, the family's sigma) of each such case.
+    leave_out : str, optional
+        A stack whose errors are left out (the tau its own band would have been given).
+
+    Returns
+    -------
+    float
+        tau [1]; 0 with no errors.
+    """
+    values, weights, family = [], [], []
+    for stack, rows in errors.items():
+        if stack == leave_out or not rows:
+            continue
+        for error, sigma in rows:
+            values.append(abs(error))
+            weights.append(1.0 / len(rows))
+            family.append(sigma * sigma)
+    if not values:
+        return 0.0
+    spread = weighted_quantile(values, weights, 0.8) / Z_80
+    mean_family = float(np.average(family, weights=weights))
+    return math.sqrt(max(0.0, spread * spread - mean_family))
+
+
+def stack_errors(
+    cases: Sequence[dict[str, Any]],
+    out_of_stack: dict[str, float | None],
+    sigmas: dict[str, float],
+) -> dict[str, list[tuple[float, float]]]:
+    """By current stack, (leave-one-stack-out log error, family sigma) of the stated-layout
+    cases of families measured on two or more stacks (:func:`contrast_cases`)."""
+    prepared = prepare([c for c in cases if scored(c)])
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for case in contrast_cases(prepared):
+        predicted = out_of_stack.get(case.case["id"])
+        if case.stack in PERIOD_STACKS or predicted is None or predicted <= 0:
+            continue
+        sigma = sigmas.get(case.family, calibration.UNMEASURED_SIGMA)
+        out[case.stack].append((math.log(predicted / case.measured), sigma))
+    return dict(out)
+
+
 def fit_record(
     cases: Sequence[dict[str, Any]],
     out_of_sample: dict[str, float | None],
     fit: Fit,
+    out_of_stack: dict[str, float | None] | None = None,
 ) -> dict[str, Any]:
     """The content of ``estimator/data/calibration.json``: the whole fit
     (:func:`fit_calibration` on every scored case), the stacks' factors with the pooled
-    stack, and each family's out-of-sample spread (leave-one-source-out, own stack)."""
+    stack, and each family's out-of-sample spread (leave-one-source-out, own stack).
+    With ``out_of_stack`` (leave-one-stack-out predictions) the pooled stack's ``sigma``
+    is :func:`between_stack_spread` of them, and ``sigma_without`` gives, by stack, the
+    tau fitted without that stack's cases; without it, the factors' log-sd."""
     fits = fit.families
     counted = [c for c in cases if scored(c)]
     families: dict[str, Any] = {}
@@ -688,9 +757,18 @@ def fit_record(
             "sigma": round(sigma, 4),
             "bias": round(bias, 4),
         }
+    pooled: dict[str, Any] = dict(pooled_stack(fit.stacks))
+    if out_of_stack is not None:
+        sigmas = {name: float(entry["sigma"]) for name, entry in families.items()}
+        by_stack = stack_errors(cases, out_of_stack, sigmas)
+        pooled["sigma"] = round(between_stack_spread(by_stack), 4)
+        pooled["sigma_without"] = {
+            stack: round(between_stack_spread(by_stack, leave_out=stack), 4)
+            for stack in sorted({stack_of(c) for c in counted})
+        }
     return {
         "generated_by": "scripts/accuracy_report.py --fit",
         "cases": len(counted),
         "families": families,
-        "stacks": {"fitted": fit.stacks, "pooled": pooled_stack(fit.stacks)},
+        "stacks": {"fitted": fit.stacks, "pooled": pooled},
     }

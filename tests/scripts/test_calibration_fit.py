@@ -20,6 +20,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 import calibration_fit as fitting  # noqa: E402
 
+SHARED_CASES = ROOT.parent / "shared" / "calibration" / "cases.jsonl"
+
 CASE_KEYS = {"id", "source", "hardware_row", "scenario", "measured", "measured_basis", "quality",
              "notes", "flags"}  # fmt: skip
 
@@ -262,3 +264,41 @@ def test_the_pooled_stack_is_the_median_of_the_current_stacks() -> None:
 def test_every_case_names_a_known_stack() -> None:
     for case in project_cases():
         assert fitting.stack_of(case) in fitting.STACKS
+
+
+def test_weighted_quantile_weighs_each_value() -> None:
+    assert fitting.weighted_quantile([3.0, 1.0, 2.0], [1.0, 1.0, 1.0], 0.5) == 2.0
+    # One value carrying most of the weight is the quantile of most of the range.
+    assert fitting.weighted_quantile([1.0, 2.0, 3.0], [0.1, 0.1, 5.0], 0.2) == 3.0
+    assert fitting.weighted_quantile([1.0, 2.0, 3.0], [5.0, 0.1, 0.1], 0.8) == 1.0
+
+
+def test_between_stack_spread_is_what_the_family_spread_leaves() -> None:
+    # Two stacks, equal weight whatever their case counts: |e| of 0.1 (x 9) and 0.5 (x 1).
+    # The weighted P80 of |e| is 0.5 (the second stack holds half the weight), so
+    # S = 0.5 / Phi^-1(0.9) and tau = sqrt(S^2 - 0.1^2).
+    errors = {"a": [(0.1, 0.1)] * 9, "b": [(-0.5, 0.1)]}
+    spread = 0.5 / fitting.Z_80
+    assert_allclose(fitting.between_stack_spread(errors), math.sqrt(spread**2 - 0.01), rtol=1e-12)
+    # Left out, a stack's own errors do not widen the band it is scored against.
+    assert_allclose(
+        fitting.between_stack_spread(errors, leave_out="b"),
+        math.sqrt(max(0.0, (0.1 / fitting.Z_80) ** 2 - 0.01)),
+        rtol=1e-12,
+    )
+    assert fitting.between_stack_spread({}) == 0.0
+    # Errors the families' own spread explains leave no between-stack spread.
+    assert fitting.between_stack_spread({"a": [(0.01, 0.2)] * 5}) == 0.0
+
+
+@pytest.mark.skipif(not SHARED_CASES.exists(), reason="needs ../shared/calibration")
+def test_shipped_tau_is_the_spread_of_the_left_out_stacks() -> None:
+    record = json.loads(calibration.FIT_PATH.read_text(encoding="utf-8"))
+    sigmas = {k: float(v["sigma"]) for k, v in record["families"].items()}
+    errors = fitting.stack_errors(fitting.load_cases(SHARED_CASES), record["out_of_stack"], sigmas)
+    assert "megatron-2021" not in errors  # a period stack is not what "auto" stands for
+    pooled = record["stacks"]["pooled"]
+    assert_allclose(pooled["sigma"], fitting.between_stack_spread(errors), atol=1e-4)
+    assert pooled["sigma"] == calibration.BETWEEN_STACK_SIGMA
+    for stack, tau in pooled["sigma_without"].items():
+        assert_allclose(tau, fitting.between_stack_spread(errors, leave_out=stack), atol=1e-4)
