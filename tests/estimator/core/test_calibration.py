@@ -301,3 +301,30 @@ def test_a_tpu_estimate_offers_no_gpu_stack_as_an_alternative() -> None:
     assert stack_alternatives(tpu, result)["alternatives"] == {
         "maxtext": pytest.approx({"name": "MaxText / JAX (XLA)", "relative_speed": 1.0})
     }
+
+
+def _mlperf_gpt3_series() -> list[dict]:
+    path = ROOT / "estimator" / "calibration" / "cases" / "mlperf-nvidia.jsonl"
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    series = [r for r in rows if r["id"].startswith("mlperf-v31-nvidia-gpt3-dgxh100-")]
+    return sorted(series, key=lambda r: r["scenario"]["cluster"]["num_gpus"])
+
+
+def test_a_published_weak_scaling_series_within_ten_percent_at_each_point() -> None:
+    """NVIDIA's MLPerf Training v3.1 GPT-3 175B submissions on 512 to 10,752 H100s: the
+    data-parallel group grows with the cluster, and the measured throughput per GPU falls
+    as the reduction grows. At the tuned stack the estimate follows every point within
+    10 %, and the fall from the smallest to the largest within 10 points."""
+    series = _mlperf_gpt3_series()
+    gpus = [r["scenario"]["cluster"]["num_gpus"] for r in series]
+    assert gpus == [512, 768, 4096, 8192, 10752]
+    measured, predicted = [], []
+    for row in series:
+        result = estimate({**row["scenario"], "framework": "megatron-lm"})
+        assert result["software_stack"]["id"] == "megatron-core"
+        measured.append(row["measured"]["tokens_per_s_per_gpu"])
+        predicted.append(result["tokens_per_s_per_gpu"])
+    for n, p, m in zip(gpus, predicted, measured, strict=True):
+        assert abs(p / m - 1) <= 0.10, n
+    fall = (measured[-1] / measured[0], predicted[-1] / predicted[0])
+    assert abs(fall[1] - fall[0]) <= 0.10
