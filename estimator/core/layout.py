@@ -448,16 +448,15 @@ def _dp_times(
     """
     params, grads = _dp_gather_times(workload, layouts)
     backward, overlap = micro_batch.backward + micro_batch.recompute, workload.software.overlap
-    exposed_grads = comms.exposed_time(grads, backward, overlap)
-    exposed_params = comms.exposed_time(params, micro_batch.forward, overlap)
+    # Megatron-Core syncs each model chunk on its own; elsewhere the stage is one chunk
+    # (chunked_exposed_time of one chunk is comms.exposed_time behind one pass).
+    v = layouts.virtual_stages if workload.framework.mcore_ddp else 1.0
+    spacing = np.minimum(layouts.pp, m)
+    exposed_grads = chunked_exposed_time(grads, backward, v, spacing, overlap)
+    exposed_params = chunked_exposed_time(params, micro_batch.forward, v, spacing, overlap)
     stages = [layouts.zero_stage == 0, layouts.zero_stage == 1, layouts.zero_stage == 2]
     all_reduce = ALL_REDUCE_PHASES * grads  # reduce-scatter + all-gather of the gradients
-    exposed_all_reduce = comms.exposed_time(all_reduce, backward, overlap)
-    if workload.framework.mcore_ddp:
-        v, spacing = layouts.virtual_stages, np.minimum(layouts.pp, m)
-        exposed_grads = chunked_exposed_time(grads, backward, v, spacing, overlap)
-        exposed_params = chunked_exposed_time(params, micro_batch.forward, v, spacing, overlap)
-        exposed_all_reduce = chunked_exposed_time(all_reduce, backward, v, spacing, overlap)
+    exposed_all_reduce = chunked_exposed_time(all_reduce, backward, v, spacing, overlap)
     gross = np.select(
         stages,
         [all_reduce, grads + params, m * grads + params],
