@@ -448,9 +448,11 @@ def _dp_times(
     """
     params, grads = _dp_gather_times(workload, layouts)
     backward, overlap = micro_batch.backward + micro_batch.recompute, workload.software.overlap
-    # Megatron-Core syncs each model chunk on its own; elsewhere the stage is one chunk
+    # Megatron-Core's DDP and distributed optimizer (ZeRO 0 and 1) sync each model chunk on
+    # its own; its FSDP and every other stack treat the stage as one chunk
     # (chunked_exposed_time of one chunk is comms.exposed_time behind one pass).
-    v = layouts.virtual_stages if workload.framework.mcore_ddp else 1.0
+    chunked = workload.framework.mcore_ddp & (layouts.zero_stage <= 1)
+    v = np.where(chunked, layouts.virtual_stages, 1.0)
     spacing = np.minimum(layouts.pp, m)
     exposed_grads = chunked_exposed_time(grads, backward, v, spacing, overlap)
     exposed_params = chunked_exposed_time(params, micro_batch.forward, v, spacing, overlap)

@@ -391,3 +391,37 @@ def test_a_dense_model_pays_the_data_parallel_latency_once() -> None:
     )
     _, grads = layout._dp_gather_times(workload, layouts)
     assert_allclose(grads, expected, rtol=1e-12)
+
+
+def test_megatron_cores_fsdp_gathers_are_not_synced_per_chunk() -> None:
+    # The per-chunk syncs are the DDP's and the distributed optimizer's (ZeRO 0 and 1);
+    # under its FSDP (stage 3) every micro-batch gathers the weights, as on any stack.
+    data = scenario(
+        GPT3_175B,
+        training={"global_batch_size": 64},
+        parallelism={
+            "zero_stage": 3,
+            "pipeline_schedule": "interleaved",
+            "virtual_stages": 2,
+        },
+    )
+    parsed = validate_scenario(data)
+    assert parsed.parallelism is not None
+    layouts = Layouts.single(parsed.parallelism)
+    workload = build_workload(parsed)
+    plain = dataclasses.replace(
+        workload, framework=dataclasses.replace(workload.framework, mcore_ddp=False)
+    )
+    ours, theirs = evaluate_layouts(workload, layouts), evaluate_layouts(plain, layouts)
+    assert_allclose(ours.exposed_communication, theirs.exposed_communication, rtol=1e-12)
+    # while ZeRO 1 on the same layout hides more behind the other chunks' passes
+    one = Layouts.from_arrays(
+        **{
+            **{k: getattr(layouts, k) for k in layouts.__dataclass_fields__},
+            "zero_stage": np.array([1.0]),
+        }
+    )
+    assert (
+        evaluate_layouts(workload, one).exposed_communication
+        < evaluate_layouts(plain, one).exposed_communication
+    )
