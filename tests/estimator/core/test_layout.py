@@ -323,6 +323,18 @@ def test_mcore_buckets_follow_megatron_cores_default_size() -> None:
     assert_allclose(mcore_buckets(params, dp, chunks), [185.0, 16.0, 4.0, 4.0, 0.0])
 
 
+def _with_and_without_mcore_ddp(data: dict[str, Any]) -> tuple[Any, Layouts, Any, Any]:
+    """The scenario parsed, its layout, its workload, and the workload with the profile's
+    Megatron-Core DDP switched off (per-layer collectives, one chunk)."""
+    parsed = validate_scenario(data)
+    assert parsed.parallelism is not None
+    workload = build_workload(parsed)
+    plain = dataclasses.replace(
+        workload, framework=dataclasses.replace(workload.framework, mcore_ddp=False)
+    )
+    return parsed, Layouts.single(parsed.parallelism), workload, plain
+
+
 def test_megatron_core_data_parallel_latency_shrinks_with_bigger_buckets() -> None:
     # A 175B stage reduced over 484 ranks (MLPerf's 11,616-GPU layout): the ring's latency
     # is paid once per bucket, and 16 buckets of 484 M parameters cost less than 17
@@ -333,13 +345,7 @@ def test_megatron_core_data_parallel_latency_shrinks_with_bigger_buckets() -> No
         training={"global_batch_size": 2904},
         parallelism={"tp": 4, "pp": 6, "dp": 484, "micro_batch_size": 1, "zero_stage": 1},
     )
-    parsed = validate_scenario(data)
-    assert parsed.parallelism is not None
-    layouts = Layouts.single(parsed.parallelism)
-    workload = build_workload(parsed)
-    plain = dataclasses.replace(
-        workload, framework=dataclasses.replace(workload.framework, mcore_ddp=False)
-    )
+    parsed, layouts, workload, plain = _with_and_without_mcore_ddp(data)
     params, grads = layout._dp_gather_times(workload, layouts)
     plain_params, plain_grads = layout._dp_gather_times(plain, layouts)
     _, latency = layout._group_link(workload, layouts.dp, layouts.tp)
@@ -405,13 +411,7 @@ def test_megatron_cores_fsdp_gathers_are_not_synced_per_chunk() -> None:
             "virtual_stages": 2,
         },
     )
-    parsed = validate_scenario(data)
-    assert parsed.parallelism is not None
-    layouts = Layouts.single(parsed.parallelism)
-    workload = build_workload(parsed)
-    plain = dataclasses.replace(
-        workload, framework=dataclasses.replace(workload.framework, mcore_ddp=False)
-    )
+    _, layouts, workload, plain = _with_and_without_mcore_ddp(data)
     ours, theirs = evaluate_layouts(workload, layouts), evaluate_layouts(plain, layouts)
     assert_allclose(ours.exposed_communication, theirs.exposed_communication, rtol=1e-12)
     # while ZeRO 1 on the same layout hides more behind the other chunks' passes
