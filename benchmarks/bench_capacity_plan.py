@@ -71,7 +71,7 @@ def database_reset(server: str, create: bool) -> None:
 
 def stack_env(database: str, broker: str | None) -> dict[str, str]:
     """Production settings over plain http on the loopback (as benchmarks/load.py)."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "planner.settings", "DATABASE_URL": database,
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "trainplan.settings", "DATABASE_URL": database,
            "DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
            "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost", "DJANGO_SECURE_SSL_REDIRECT": "0",
            "DJANGO_SECURE_COOKIES": "0", "DJANGO_SECURE_HSTS_SECONDS": "0"}  # fmt: skip
@@ -116,9 +116,9 @@ def question_inputs() -> dict[str, Any]:
     from django.contrib.auth.models import User
     from django.utils import timezone
 
+    from organisations.selectors import organisations_for
     from planner.capacity import capacity_options, capacity_plan, capacity_scenario, plan_chunks
     from planner.capacity import deadline_days as days_until
-    from planner.organisations.selectors import organisations_for
     from pricing.models import PriceBook
 
     today = timezone.localdate()
@@ -187,7 +187,7 @@ def chunk_seconds(plan_id: int) -> float:
 def quiet_posts(api: requests.Session, base: str, body: dict[str, Any], count: int = 3) -> float:
     """The POST with no worker running (median of ``count``); each of these plans is
     cancelled and its tasks purged from the broker before any worker starts."""
-    from planner.celery import app
+    from trainplan.celery import app
 
     samples = []
     for _ in range(count):
@@ -199,11 +199,11 @@ def quiet_posts(api: requests.Session, base: str, body: dict[str, Any], count: i
 
 
 def workers_start(count: int, run: int, env: dict[str, str], logs: Path, procs: Procs) -> None:
-    from planner.celery import app
+    from trainplan.celery import app
 
     names = [f"bench{count}_{index}_{run}@{socket.gethostname()}" for index in range(count)]
     for name in names:
-        command = [PYTHON, "-m", "celery", "-A", "planner", "worker", *WORKER_FLAGS.split()]
+        command = [PYTHON, "-m", "celery", "-A", "trainplan", "worker", *WORKER_FLAGS.split()]
         start([*command, "-n", name], env, logs / f"{name.split('@')[0]}.log", procs)
 
     def all_answer() -> bool:
@@ -247,7 +247,7 @@ def main() -> None:
             probe.bind(("127.0.0.1", 0))
             port = int(probe.getsockname()[1])
         base = f"http://127.0.0.1:{port}"
-        gunicorn = f"-m gunicorn planner.wsgi --bind 127.0.0.1:{port} --workers 1".split()
+        gunicorn = f"-m gunicorn trainplan.wsgi --bind 127.0.0.1:{port} --workers 1".split()
         start([PYTHON, *gunicorn], env, logs / "gunicorn.log", server)
         wait_for(lambda: requests.get(f"{base}/livez", timeout=2).ok, "gunicorn", server, logs)
         api = requests.Session()

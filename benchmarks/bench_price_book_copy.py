@@ -21,7 +21,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "planner.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "trainplan.settings")
 
 import django  # noqa: E402
 

@@ -88,7 +88,7 @@ def stack_env(database: str, redis: str | None) -> dict[str, str]:
     """Production settings over plain http on the loopback."""
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "planner.settings",
+        "DJANGO_SETTINGS_MODULE": "trainplan.settings",
         "DATABASE_URL": database,
         "DJANGO_DEBUG": "0",
         "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
@@ -423,9 +423,9 @@ def main() -> None:
         env = stack_env(database, args.redis)
         port = free_port()
         base = f"http://127.0.0.1:{port}"
-        worker = [PYTHON, "-m", "celery", "-A", "planner", "worker", "--concurrency=1",
+        worker = [PYTHON, "-m", "celery", "-A", "trainplan", "worker", "--concurrency=1",
                   "--loglevel=WARNING", "-n", f"load-{os.getpid()}@%h"]  # fmt: skip
-        gunicorn = [PYTHON, "-m", "gunicorn", "planner.wsgi", "--bind", f"127.0.0.1:{port}",
+        gunicorn = [PYTHON, "-m", "gunicorn", "trainplan.wsgi", "--bind", f"127.0.0.1:{port}",
                     "--workers", str(args.workers), "--access-logfile", "-"]  # fmt: skip
         with (
             started(worker, env, logs / "celery.log"),

@@ -1,5 +1,1 @@
-"""TrainPlan's project package (settings, urls, Celery app) and the planning app."""
-
-from planner.celery import app as celery_app
-
-__all__ = ("celery_app",)
+"""The planning app: projects, scenarios and runs, budgets and capacity plans."""

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from django.contrib.auth.models import Group, User
 from django.db import transaction
 
-from planner.organisations import Role, membership_grant
-from planner.organisations.demo import demo_organisation
+from organisations.demo import demo_organisation
+from organisations.models import Role
+from organisations.services import membership_grant
 from planner.roles import ALL_ROLES, APPROVER, PRICING_ADMIN, REQUESTER
 
 

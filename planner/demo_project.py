@@ -18,9 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core.presets import preset_scenario
+from organisations.demo import demo_organisation
 from planner.demo import DEMO_USERS
 from planner.models import EstimationRun, Organisation, Project, Role, RunStatus
-from planner.organisations.demo import demo_organisation
 from planner.services import (
     budget_request_create,
     budget_request_submit,

@@ -1,25 +1,29 @@
 """Domain errors of the planner app.
 
 Services raise these (never a web framework's exception); the API turns them into 400, 403
-or 409 responses with the field at fault, the pages into form errors or messages.
+or 409 responses with the field at fault, the pages into form errors or messages. A refusal
+by role is :class:`organisations.errors.NotAllowed`, re-exported here: the planner raises it
+too.
 """
 
 from __future__ import annotations
 
-from planner.lib.errors import DomainError
+from lib.errors import DomainError
+from organisations.errors import NotAllowed
+
+__all__ = [
+    "NotAllowed",
+    "PlannerError",
+    "RunNotRetryable",
+    "SeparationOfDuties",
+    "TransitionRefused",
+]
 
 
 class PlannerError(DomainError):
     """A planning rule refused an operation; ``field`` names the input at fault, if any."""
 
     code = "planner_error"
-
-
-class NotAllowed(PlannerError):
-    """The user's role in the organisation does not allow the operation."""
-
-    code = "not_allowed"
-    kind = "forbidden"
 
 
 class RunNotRetryable(PlannerError):

@@ -17,11 +17,12 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
-from planner.lib.appendonly import AppendOnlyModel
-from planner.organisations.models import Membership as Membership
-from planner.organisations.models import Organisation as Organisation
-from planner.organisations.models import Role as Role
-from pricing.models import MONEY_DIGITS, MONEY_PLACES, OnPremProfile, PriceEntry, VendorQuote
+from lib.appendonly import AppendOnlyModel
+from lib.money import MONEY_DIGITS, MONEY_PLACES
+from organisations.models import Membership as Membership
+from organisations.models import Organisation as Organisation
+from organisations.models import Role as Role
+from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 
 if TYPE_CHECKING:
     from planner.prices import PriceObject

@@ -45,7 +45,7 @@ def notification_dispatch(*, notification_id: int) -> bool:
     """Hand the notification to a worker; False (the dispatcher sends it later) when the
     broker cannot be reached. Never raises: it runs after the commit of a request."""
     # Imported here: the task module imports this one.
-    from planner.celery import publish
+    from lib.broker import publish
     from planner.tasks import send_notification_task
 
     try:

@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 
+from organisations.models import Organisation
 from planner.models import PriceSource
-from planner.organisations import Organisation
 from pricing.access import record_organisation_id
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 from pricing.selectors import onprem_profile_cost

@@ -13,7 +13,8 @@ from typing import Any
 
 from django.db.models import OuterRef, Prefetch, QuerySet, Subquery
 
-from planner.lib.actors import Actor
+from lib.actors import Actor
+from organisations.selectors import organisations_for
 from planner.models import (
     BudgetRequest,
     CapacityPlan,
@@ -23,7 +24,6 @@ from planner.models import (
     RunStatus,
     Scenario,
 )
-from planner.organisations import organisations_for
 from planner.services.budget_rules import budget_requests_decidable
 
 

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.db.models import Model, Q, QuerySet
 
-from planner.lib.actors import Actor
-from planner.organisations import Organisation, Role, organisations_for
+from lib.actors import Actor
+from organisations.models import Organisation, Role
+from organisations.selectors import organisations_for
 from pricing.errors import PricingError, PricingNotAllowed
 from pricing.models import OnPremProfile, PriceBook, PriceEntry, VendorQuote
 

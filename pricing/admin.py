@@ -22,7 +22,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
-from planner.lib.updates import audit_value
+from lib.updates import audit_value
 from pricing import access, services
 from pricing.errors import PricingError
 from pricing.models import (

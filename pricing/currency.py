@@ -11,25 +11,15 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 
+from lib.money import currency_refusal
 from pricing.errors import PricingError
-
-# ISO 4217 codes we accept; extend the set when a vendor bills in another currency.
-CURRENCIES = frozenset(
-    {
-        "AUD", "BRL", "CAD", "CHF", "CNY", "CZK", "DKK", "EUR", "GBP", "HKD", "IDR", "ILS",
-        "INR", "JPY", "KRW", "MXN", "NOK", "NZD", "PLN", "SAR", "SEK", "SGD", "TWD", "USD",
-        "AED", "ZAR",
-    }
-)  # fmt: skip
 
 
 def currency_code_check(code: str, *, field: str = "currency") -> str:
     """Return ``code`` if it is an ISO 4217 code we know; raise :class:`PricingError` if not."""
-    if code not in CURRENCIES:
-        raise PricingError(
-            f"unknown currency {code!r}: use an upper-case ISO 4217 code such as USD or EUR",
-            field=field,
-        )
+    refusal = currency_refusal(code)
+    if refusal is not None:
+        raise PricingError(refusal, field=field)
     return code
 
 

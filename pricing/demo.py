@@ -18,8 +18,8 @@ from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 from django.utils import timezone
 
-from planner.organisations import Role
-from planner.organisations.demo import demo_organisation
+from organisations.demo import demo_organisation
+from organisations.models import Role
 from pricing.models import (
     Accelerator,
     ExchangeRate,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from planner.lib.errors import DomainError
+from lib.errors import DomainError
 
 
 class PricingError(DomainError):

@@ -4,8 +4,8 @@ from typing import Any
 
 from django import forms
 
-from planner.lib.actors import Actor
-from planner.organisations import Organisation
+from lib.actors import Actor
+from organisations.models import Organisation
 from pricing.access import UNSET, pricing_admin_organisations, visible
 from pricing.models import OnPremProfile, PriceBook
 from pricing.services.onprem import GRID_FIELD, PROFILE_FIELDS

@@ -16,12 +16,12 @@ from django.db import models
 from django.db.models import F, Q
 from django.urls import reverse
 
-from planner.lib.appendonly import AppendOnlyModel
+from lib.appendonly import AppendOnlyModel
+from lib.money import MONEY_DIGITS, MONEY_PLACES
 
 # Prices per hour and rates keep 10 decimals (an instance price / 8 or /16 stays exact);
 # totals are money to the cent; shares are percentages with 2 decimals.
 PRICE_DIGITS, PRICE_PLACES = 20, 10
-MONEY_DIGITS, MONEY_PLACES = 18, 2
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 
@@ -107,7 +107,7 @@ class PriceBook(models.Model):
         PUBLISHED = "published", "Published"
 
     organisation = models.ForeignKey(
-        "planner.Organisation",
+        "organisations.Organisation",
         null=True,
         blank=True,
         on_delete=models.PROTECT,
@@ -222,7 +222,7 @@ class VendorQuote(models.Model):
         TERM_TOTAL = "term_total", "Total for the term"
 
     organisation = models.ForeignKey(
-        "planner.Organisation", on_delete=models.PROTECT, related_name="vendor_quotes"
+        "organisations.Organisation", on_delete=models.PROTECT, related_name="vendor_quotes"
     )
     vendor = models.CharField(max_length=200)
     reference = models.CharField(max_length=100, blank=True, help_text="The vendor's quote number")
@@ -280,7 +280,7 @@ class OnPremProfile(models.Model):
     a price. Seen by the members of its organisation only."""
 
     organisation = models.ForeignKey(
-        "planner.Organisation", on_delete=models.PROTECT, related_name="onprem_profiles"
+        "organisations.Organisation", on_delete=models.PROTECT, related_name="onprem_profiles"
     )
     name = models.CharField(max_length=200)
     accelerator = models.ForeignKey(
@@ -387,7 +387,7 @@ class PriceAuditEvent(AppendOnlyModel):
         ONPREM_PROFILE = "onprem_profile", "On-prem profile"
 
     organisation = models.ForeignKey(
-        "planner.Organisation",
+        "organisations.Organisation",
         null=True,
         blank=True,
         on_delete=models.PROTECT,

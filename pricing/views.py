@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from planner.lib.text import nul_problem
+from lib.text import nul_problem
 from pricing import access, selectors, services
 from pricing.api.serializers import OnPremCostOutput, onprem_cost_data
 from pricing.errors import CsvImportError, PricingError, PricingNotAllowed

@@ -116,7 +116,7 @@ def live_server(env: dict[str, str], log_path: Path) -> Iterator[str]:
     port = free_port()
     command = [
         str(BIN / "gunicorn"),
-        "planner.wsgi",
+        "trainplan.wsgi",
         f"--bind=127.0.0.1:{port}",
         "--workers=1",
         "--threads=4",

@@ -21,8 +21,8 @@ from selenium.webdriver.chromium.webdriver import ChromiumDriver
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 
-from planner.celery import app as celery_app
 from tests.services import service_missing
+from trainplan.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -82,7 +82,7 @@ def celery_worker_factory(
     django_db_blocker: DjangoDbBlocker,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[type]:
-    """Start real ``celery -A planner worker`` processes on the test database and broker."""
+    """Start real ``celery -A trainplan worker`` processes on the test database and broker."""
     if django_settings.EMBEDDED or not django_settings.REDIS_URL:
         service_missing("a real Celery worker needs DATABASE_URL (PostgreSQL) and REDIS_URL")
     with django_db_blocker.unblock():
@@ -105,7 +105,7 @@ def celery_worker_factory(
                 "-m",
                 "celery",
                 "-A",
-                "planner",
+                "trainplan",
                 "worker",
                 "--pool=solo",
                 "--loglevel=INFO",

@@ -1,6 +1,6 @@
 """API tokens: log in for one (``auth/token/``), list and revoke one's own, log out.
 
-Logging in goes through :func:`planner.lib.login_guard.login_authenticate`, as the login page
+Logging in goes through :func:`lib.login_guard.login_authenticate`, as the login page
 does: failures are counted per user name and address, and a lockout answers 429 with
 ``Retry-After``. The token endpoint is also throttled per address (``login`` rate).
 """
@@ -21,7 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from planner.lib.login_guard import LoginLocked, LoginRateThrottle, login_authenticate
+from lib.login_guard import LoginLocked, LoginRateThrottle, login_authenticate
 from planner.services import tokens
 
 TOKEN_TAG = ["auth"]

@@ -11,9 +11,9 @@ from typing import Any
 
 from rest_framework import serializers
 
+from lib.inputs import StorableInput
 from planner import selectors
 from planner.api.serializers import ScopedPrimaryKeyField, money_field
-from planner.lib.inputs import StorableInput
 from planner.models import AuditEvent, BudgetDecision, BudgetRequest, EstimationRun
 from planner.selectors import budget_requests_for
 from planner.services.budget_warnings import run_warnings, warnings_json

@@ -9,15 +9,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from estimator.core.presets import load_presets
+from lib.actors import Actor
+from lib.inputs import StorableInput
+from lib.money import MONEY_DIGITS, MONEY_PLACES
 from planner import selectors
 from planner.api.serializers import ScopedPrimaryKeyField
 from planner.forms.common import MAX_TOKENS, quantity_parse
-from planner.lib.actors import Actor
-from planner.lib.inputs import StorableInput
 from planner.models import CapacityPlan, Project, Scenario
 from planner.services.capacity_plans import MAX_PLAN_GPUS, CapacityQuestion
 from pricing.access import visible
-from pricing.models import MONEY_DIGITS, MONEY_PLACES, PriceBook
+from pricing.models import PriceBook
 
 
 def _books_for(user: Actor) -> QuerySet[PriceBook]:

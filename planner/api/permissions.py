@@ -5,7 +5,7 @@ Two layers keep an organisation's data to itself:
 * every queryset comes from :mod:`planner.selectors`, scoped to the organisations the user
   belongs to, so another organisation's object is a 404, never a 403;
 * every write calls a service, which checks the user's role there (``role_assert``) and
-  raises :class:`planner.errors.NotAllowed`, a 403 (see :mod:`planner.lib.api`).
+  raises :class:`planner.errors.NotAllowed`, a 403 (see :mod:`lib.api`).
 
 The permission below only turns away anonymous requests; it deliberately repeats none of
 the role rules, so they live in one place.

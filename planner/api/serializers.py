@@ -3,7 +3,7 @@
 No planning rule lives here: names, specs, prices and roles are checked by the services.
 Ids in the input resolve only among the objects the requesting user can see, so an id from
 another organisation is a 400 on that field, exactly like an id that does not exist. Every
-input serializer derives from :class:`planner.lib.inputs.StorableInput`: text PostgreSQL
+input serializer derives from :class:`lib.inputs.StorableInput`: text PostgreSQL
 cannot store (a NUL anywhere, even inside ``spec``; too long for its column) is a 400.
 """
 
@@ -17,9 +17,10 @@ from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from lib.actors import Actor
+from lib.inputs import StorableInput
+from lib.money import MONEY_DIGITS, MONEY_PLACES
 from planner import selectors
-from planner.lib.actors import Actor
-from planner.lib.inputs import StorableInput
 from planner.models import (
     Comparison,
     EstimationRun,
@@ -32,7 +33,6 @@ from planner.models import (
 from planner.prices import PRICE_MODELS, price_queryset
 from planner.selectors import ComparisonRow
 from planner.services import price_snapshot, user_roles
-from pricing.models import MONEY_DIGITS, MONEY_PLACES
 
 #: The request's price fields: one per price source, named as the source.
 PRICE_FIELDS = tuple(PRICE_MODELS)

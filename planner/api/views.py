@@ -14,6 +14,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from lib.api import InputOutputSchema
 from planner import selectors, services
 from planner.api import budget_serializers as budget_io
 from planner.api import capacity_serializers as capacity_io
@@ -22,7 +23,6 @@ from planner.api import serializers as io
 from planner.api.base import PlannerModelViewSet
 from planner.api.parsers import PLANNER_PARSERS
 from planner.api.permissions import SignedIn
-from planner.lib.api import InputOutputSchema
 from planner.models import (
     AuditEvent,
     BudgetDecision,

@@ -11,8 +11,8 @@ from django import forms
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from organisations.models import Organisation
 from planner.models import PriceSource, Scenario
-from planner.organisations import Organisation
 from planner.prices import PriceObject, price_describe, price_key
 from pricing import selectors as pricing_selectors
 from pricing.models import OnPremProfile, PriceBook, PriceEntry, VendorQuote

@@ -4,7 +4,7 @@ They check the user's role in the organisation and raise
 :class:`planner.errors.PlannerError` (never a web framework's exception).
 """
 
-from planner.organisations import membership_grant, organisation_create
+from organisations.services import membership_grant, organisation_create
 from planner.services.access import role_assert, user_roles
 from planner.services.budgets import (
     SeparationOfDuties,

@@ -1,11 +1,13 @@
 """Who may do what in an organisation: the role checks every planner service makes.
 
-The checks themselves live in :mod:`planner.organisations`, which the pricing app uses too.
+The checks themselves live in :mod:`organisations`, which the pricing app uses too.
 """
 
 from __future__ import annotations
 
-from planner.organisations import Role, role_assert, user_roles
+from organisations.models import Role
+from organisations.selectors import user_roles
+from organisations.services import role_assert
 
 #: Roles that may write projects, scenarios and runs.
 AUTHOR_ROLES = (Role.REQUESTER,)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.lib.actors import Actor, actor_user
+from lib.actors import Actor, actor_user
 from planner.models import AuditEvent, BudgetRequest, Scenario
 
 

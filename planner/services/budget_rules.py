@@ -18,7 +18,7 @@ from django.db.models import Exists, IntegerField, OuterRef, Q, QuerySet, Value
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 
-from planner.lib.actors import Actor
+from lib.actors import Actor
 from planner.models import (
     AuditEvent,
     BudgetDecision,

@@ -25,10 +25,10 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from lib.actors import Actor, actor_user
+from lib.updates import Change, audit_diff, model_update
 from planner import notifications
 from planner.errors import PlannerError, SeparationOfDuties, TransitionRefused
-from planner.lib.actors import Actor, actor_user
-from planner.lib.updates import Change, audit_diff, model_update
 from planner.models import (
     TRANSITION_TOKEN,
     BudgetDecision,

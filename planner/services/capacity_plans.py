@@ -32,6 +32,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, validate_scenario
+from lib.actors import Actor, actor_user
+from lib.heartbeat import gone_quiet, heartbeat
+from organisations.selectors import organisations_for
 from planner.capacity import (
     PricedOption,
     capacity_options,
@@ -42,8 +45,6 @@ from planner.capacity import (
     plan_merge,
 )
 from planner.errors import PlannerError
-from planner.lib.actors import Actor, actor_user
-from planner.lib.heartbeat import gone_quiet, heartbeat
 from planner.models import (
     CapacityPlan,
     CapacityPlanChunk,
@@ -54,7 +55,6 @@ from planner.models import (
     Scenario,
     heartbeat_stale_before,
 )
-from planner.organisations import organisations_for
 from planner.prices import price_get, price_key_parse
 from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.scenarios import scenario_create, scenario_name_free
@@ -312,7 +312,7 @@ def plan_send(*, plan_id: int) -> bool:
     """After the plan's commit, send one task that sends its chunks' tasks from a worker:
     the request publishes once, whatever the plan's size. Never raises; when the broker
     cannot be reached the chunks stay unsent and the dispatcher sends them."""
-    from planner.celery import publish
+    from lib.broker import publish
     from planner.tasks import capacity_dispatch_task
 
     try:
@@ -335,7 +335,7 @@ def plan_dispatch(*, plan_id: int) -> int:
     The rows are locked while they are sent (others' locked rows skipped), so the
     dispatcher and the plan's own send never both send a chunk. Never raises.
     """
-    from planner.celery import publish_many
+    from lib.broker import publish_many
     from planner.tasks import capacity_chunk_task
 
     with transaction.atomic():
@@ -457,7 +457,7 @@ def _plan_fail(chunk: CapacityPlanChunk, error: str) -> None:
 
 
 def _merge_send(*, plan_id: int) -> bool:
-    from planner.celery import publish
+    from lib.broker import publish
     from planner.tasks import capacity_merge_task
 
     try:

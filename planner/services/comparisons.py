@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from django.db import transaction
 
+from lib.actors import Actor, actor_user
 from planner.errors import PlannerError
-from planner.lib.actors import Actor, actor_user
 from planner.models import Comparison, Project, Role, Scenario
 from planner.services.access import role_assert
 

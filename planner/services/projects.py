@@ -1,4 +1,4 @@
-"""Projects (organisations and memberships live in :mod:`planner.organisations`)."""
+"""Projects (organisations and memberships live in :mod:`organisations`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db import transaction
 
+from lib.actors import Actor, actor_user
+from lib.updates import model_update
 from planner.errors import PlannerError
-from planner.lib.actors import Actor, actor_user
-from planner.lib.updates import model_update
 from planner.models import Organisation, Project
 from planner.services.access import AUTHOR_ROLES, role_assert
 from pricing.currency import currency_code_check

@@ -29,12 +29,12 @@ from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from estimator.core.sensitivity import sensitivity
+from lib.actors import Actor, actor_user
+from lib.heartbeat import gone_quiet, heartbeat
 from planner.bill import input_pipeline, whole_bill
 from planner.budget_figures import budget_figures, cost_of
 from planner.capacity import node_size
 from planner.errors import PlannerError, RunNotRetryable
-from planner.lib.actors import Actor, actor_user
-from planner.lib.heartbeat import gone_quiet, heartbeat
 from planner.models import (
     WORKER_LOST,
     EstimationRun,
@@ -56,7 +56,7 @@ def run_dispatch(*, run_id: int) -> bool:
     """Send the run's task to the broker; False, and the run left for the dispatcher, when
     the broker cannot be reached. Never raises: it runs after the commit of a request."""
     # Imported here: the task module imports this one.
-    from planner.celery import publish
+    from lib.broker import publish
     from planner.tasks import estimation_run_task
 
     run = EstimationRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).first()

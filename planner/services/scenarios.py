@@ -9,11 +9,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ScenarioError, estimate, validate_scenario
+from lib.actors import Actor, actor_user
+from lib.text import nul_problem
+from lib.updates import audit_diff, model_update
 from planner.budget_figures import HOURS_PER_MONTH, commitment_minimum
 from planner.errors import PlannerError
-from planner.lib.actors import Actor, actor_user
-from planner.lib.text import nul_problem
-from planner.lib.updates import audit_diff, model_update
 from planner.models import EstimationRun, Organisation, PriceSource, Project, Scenario
 from planner.prices import (
     PRICE_MODELS,

@@ -1,5 +1,5 @@
 """Pages of the planner. The root urlconf uses ``home`` (the health probes are in
-``planner.health``); the rest are in ``planner.urls_web``."""
+``trainplan.health``); the rest are in ``planner.urls_web``."""
 
 from planner.views.budgets import (
     budget_approve,

@@ -14,13 +14,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from planner.errors import PlannerError
-from planner.lib.login_guard import Lockout, LoginLocked, login_authenticate
+from lib.errors import DomainError
+from lib.login_guard import Lockout, LoginLocked, login_authenticate
 from planner.services import tokens
 
 
 class GuardedAuthenticationForm(AuthenticationForm):
-    """Django's login form, logging in through the lockout of :mod:`planner.lib.login_guard`."""
+    """Django's login form, logging in through the lockout of :mod:`lib.login_guard`."""
 
     lockout: Lockout | None = None
 
@@ -73,7 +73,7 @@ def token_create(request: HttpRequest) -> HttpResponse:
     """Create a token and show it once, in this answer only (never stored, never redirected)."""
     try:
         instance, token = tokens.api_token_create(user=request.user)
-    except PlannerError as error:
+    except DomainError as error:
         messages.error(request, error.message)
         return redirect("planner:token-list")
     return _token_page(request, new_token=token, new_expiry=instance.expiry)

@@ -19,10 +19,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from lib.actors import Actor
 from planner import selectors, services, signoff
 from planner.errors import NotAllowed, PlannerError
 from planner.forms import BudgetActionForm, BudgetRequestForm, initial_from, planner_error_add
-from planner.lib.actors import Actor
 from planner.models import BudgetRequest, BudgetState, EstimationRun, Role, RunStatus, Scenario
 from planner.services.budget_rules import budget_approvals_recorded, budget_decision_standing
 from planner.services.budget_warnings import (

@@ -5,13 +5,13 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from planner.errors import PlannerError
-from planner.lib.actors import Actor
+from lib.actors import Actor
+from lib.errors import DomainError
 from planner.models import Organisation, Role
 from planner.services import user_roles
 
 
-def forbidden(request: HttpRequest, error: PlannerError) -> HttpResponse:
+def forbidden(request: HttpRequest, error: DomainError) -> HttpResponse:
     """The 403 page, saying which role the action needs."""
     return render(request, "planner/forbidden.html", {"message": error.message}, status=403)
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from lib.actors import Actor
 from planner import selectors
-from planner.lib.actors import Actor
 from planner.models import EstimationRun, Organisation, Project, Role, RunStatus, Scenario
 from planner.services import user_roles
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.lib.api import ServiceModelViewSet
+from lib.api import ServiceModelViewSet
 from pricing.api.permissions import PricingAdminWrites
 
 

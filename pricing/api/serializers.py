@@ -1,7 +1,7 @@
 """Input serializers parse and type-check requests; output serializers render records.
 
 No business rule lives here: ranges, immutability and duplicates are the services' job.
-Every input serializer derives from :class:`planner.lib.inputs.StorableInput`, so text
+Every input serializer derives from :class:`lib.inputs.StorableInput`, so text
 PostgreSQL cannot store (a NUL, too long for its column) is a 400 naming the field.
 """
 
@@ -14,12 +14,11 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from planner.lib.inputs import StorableInput
-from planner.organisations import Organisation
+from lib.inputs import StorableInput
+from lib.money import MONEY_DIGITS, MONEY_PLACES
+from organisations.models import Organisation
 from pricing.access import visible
 from pricing.models import (
-    MONEY_DIGITS,
-    MONEY_PLACES,
     PRICE_DIGITS,
     PRICE_PLACES,
     Accelerator,

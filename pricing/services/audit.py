@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from planner.lib.actors import OptionalActor, actor_user
-from planner.lib.updates import Change, audit_diff, audit_value
+from lib.actors import OptionalActor, actor_user
+from lib.updates import Change, audit_diff, audit_value
 from pricing.access import record_organisation_id
 from pricing.models import OnPremProfile, PriceAuditEvent, PriceBook, PriceEntry, VendorQuote
 

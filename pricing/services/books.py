@@ -10,9 +10,9 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from planner.lib.actors import OptionalActor, actor_user
-from planner.lib.updates import model_update
-from planner.organisations import Organisation
+from lib.actors import OptionalActor, actor_user
+from lib.updates import model_update
+from organisations.models import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PriceBookGone, PricingError, PublishedBookImmutable
 from pricing.models import PriceBook, PriceEntry, PricingType, UsagePrice

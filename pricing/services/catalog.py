@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core.catalog import AcceleratorSpec, load_catalog
-from planner.lib.actors import OptionalActor, actor_user
-from planner.lib.updates import model_update
+from lib.actors import OptionalActor, actor_user
+from lib.updates import model_update
 from pricing.errors import DuplicateRecord, PricingError
 from pricing.models import PRECISIONS, Accelerator, Provider
 from pricing.services._common import positive_check

@@ -18,9 +18,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Model
 
-from planner.lib.actors import OptionalActor, actor_user
-from planner.lib.text import model_text_lengths, text_problem
-from planner.organisations import Organisation
+from lib.actors import OptionalActor, actor_user
+from lib.text import model_text_lengths, text_problem
+from organisations.models import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import CsvImportError, CsvRowError, PricingError
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType, Provider, VendorQuote

@@ -8,9 +8,9 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from planner.lib.actors import OptionalActor, actor_user
-from planner.lib.updates import model_update
-from planner.organisations import Organisation
+from lib.actors import OptionalActor, actor_user
+from lib.updates import model_update
+from organisations.models import Organisation
 from pricing.currency import currency_code_check
 from pricing.errors import DuplicateRecord, PricingError
 from pricing.models import OnPremProfile

@@ -15,8 +15,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from planner.lib.actors import OptionalActor
-from planner.lib.updates import audit_value, model_update
+from lib.actors import OptionalActor
+from lib.updates import audit_value, model_update
 from pricing.errors import DuplicateRecord, PricingError
 from pricing.models import PriceBook, UsagePrice
 from pricing.services.audit import price_audit_record

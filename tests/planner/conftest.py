@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from estimator.core.presets import preset_scenario
+from organisations.demo import demo_organisation
 from planner.models import EstimationRun, Organisation, Project, Role, Scenario
-from planner.organisations.demo import demo_organisation
 from planner.services import (
     membership_grant,
     organisation_create,

@@ -10,8 +10,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from planner.lib.api import SchemaView
-from planner.lib.login_guard import login_lockout_lift
+from lib.api import SchemaView
+from lib.login_guard import login_lockout_lift
 
 pytestmark = pytest.mark.django_db
 

@@ -25,9 +25,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
+from organisations.demo import demo_organisation
 from planner.demo import demo_users_load
 from planner.models import BudgetRequest, BudgetState, Role, RunStatus, Scenario
-from planner.organisations.demo import demo_organisation
 from planner.services import membership_grant, project_create, scenario_create
 from pricing.demo import pricing_demo_load
 from pricing.models import PriceEntry

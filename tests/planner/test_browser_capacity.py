@@ -28,9 +28,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from organisations.demo import demo_organisation
 from planner.demo import demo_users_load
 from planner.models import CapacityPlan, EstimationRun, PlanStatus, Project, RunStatus, Scenario
-from planner.organisations.demo import demo_organisation
 from planner.prices import price_describe
 from planner.services import project_create
 from pricing.demo import pricing_demo_load

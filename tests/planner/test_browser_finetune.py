@@ -23,9 +23,9 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from estimator.core.presets import load_recipes
+from organisations.demo import demo_organisation
 from planner.demo import demo_users_load
 from planner.models import EstimationRun, Project, Role, RunStatus, Scenario
-from planner.organisations.demo import demo_organisation
 from planner.services import membership_grant
 from pricing.demo import pricing_demo_load
 from tests.planner.conftest import list_price

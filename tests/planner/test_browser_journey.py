@@ -26,9 +26,9 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
+from organisations.demo import demo_organisation
 from planner.demo import demo_users_load
 from planner.models import BudgetRequest, BudgetState, EstimationRun, Project, Role, RunStatus
-from planner.organisations.demo import demo_organisation
 from planner.services import membership_grant
 from pricing.demo import pricing_demo_load
 from tests.conftest import ARTIFACTS, page_replaced

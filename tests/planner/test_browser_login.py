@@ -4,8 +4,8 @@ import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.wait import WebDriverWait
 
+from lib.login_guard import login_lockout_lift
 from planner.demo import demo_users_load
-from planner.lib.login_guard import login_lockout_lift
 from tests.conftest import page_replaced
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
-from planner.lib.actors import Actor
+from lib.actors import Actor
 from planner.models import BudgetRequest, EstimationRun, Organisation, Role, Scenario
 from planner.services import (
     budget_request_approve,

@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from estimator.core import estimate, load_catalog
+from organisations.demo import demo_organisation
 from planner.budget_figures import commitment_minimum
 from planner.capacity import (
     PricedOption,
@@ -22,7 +23,6 @@ from planner.capacity import (
     plan_chunks,
     plan_merge,
 )
-from planner.organisations.demo import demo_organisation
 from planner.prices import price_describe, price_get, price_key_parse
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType

@@ -18,6 +18,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from organisations.demo import demo_organisation
 from planner.capacity import capacity_options, capacity_plan
 from planner.errors import PlannerError
 from planner.models import (
@@ -29,7 +30,6 @@ from planner.models import (
     RunStatus,
     Scenario,
 )
-from planner.organisations.demo import demo_organisation
 from planner.services import run_execute, run_start
 from planner.services.capacity_plans import (
     CapacityQuestion,

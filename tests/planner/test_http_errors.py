@@ -21,7 +21,7 @@ from django.db import OperationalError
 from django.db.backends.utils import CursorWrapper
 from django.test import Client
 
-from planner.lib import http
+from lib import http
 
 ROOT = Path(__file__).resolve().parents[2]
 FIVE_MEGABYTES = b'{"username": "' + b"a" * 5_000_000 + b'"}'
@@ -155,7 +155,7 @@ def server_without_database(tmp_path_factory: pytest.TempPathFactory) -> Iterato
     }
     env.pop("REDIS_URL", None)
     gunicorn = Path(sys.executable).parent / "gunicorn"
-    command = [str(gunicorn), "planner.wsgi", f"--bind=127.0.0.1:{port}", "--threads=2"]
+    command = [str(gunicorn), "trainplan.wsgi", f"--bind=127.0.0.1:{port}", "--threads=2"]
     server = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )

@@ -12,7 +12,7 @@ from pytest_django.fixtures import Settings
 from redis.exceptions import ConnectionError as RedisConnectionError
 from rest_framework.test import APIClient
 
-from planner.lib.login_guard import Lockout, login_lockout_lift
+from lib.login_guard import Lockout, login_lockout_lift
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,6 @@ from django.test import Client
 from django.urls import reverse
 from pytest_django.fixtures import Settings
 
-from planner.celery import app as celery_app
 from planner.models import BudgetRequest, BudgetState, Notification, NotificationStatus, Scenario
 from planner.notifications import notifications_dispatch, site_url
 from planner.services import (
@@ -31,6 +30,7 @@ from planner.services import (
     run_start,
 )
 from tests.services import wait_for
+from trainplan.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 
@@ -126,7 +126,7 @@ def test_a_notification_the_broker_missed_is_sent_by_the_dispatcher(
     def broker_down(*args: object, **kwargs: object) -> None:
         raise ConnectionRefusedError(111, "Connection refused")
 
-    monkeypatch.setattr("planner.celery.publish", broker_down)
+    monkeypatch.setattr("lib.broker.publish", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         budget_request_submit(user=requester, request=draft, comment="")
     assert Notification.objects.get().dispatched_at is None

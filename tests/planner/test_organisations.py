@@ -4,102 +4,36 @@ migration that gave existing prices an organisation."""
 
 from __future__ import annotations
 
-import ast
 from datetime import date, timedelta
 from decimal import Decimal
-from io import StringIO
-from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from organisations.selectors import user_roles
 from planner.errors import PlannerError
 from planner.forms.prices import price_choices
 from planner.models import Organisation, Project, Role, Scenario
-from planner.organisations import Membership, user_roles
 from planner.services import scenario_create, scenario_update
 from pricing.models import Accelerator, VendorQuote
 from pricing.services import quote_create
 from tests.planner.conftest import api_client, list_price, small_spec
 
-PRICING = Path(__file__).resolve().parents[2] / "pricing"
-
-
-# --- One module both apps use ---------------------------------------------------------------
-
-
-def _planner_imports(path: Path) -> set[str]:
-    modules = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module:
-            modules.add(node.module)
-        elif isinstance(node, ast.Import):
-            modules.update(alias.name for alias in node.names)
-    return {m for m in modules if m == "planner" or m.startswith("planner.")}
-
-
-def test_pricing_imports_only_organisations_and_lib_of_the_planner() -> None:
-    allowed = ("planner.organisations", "planner.lib")
-    stray = {
-        f"{path.relative_to(PRICING)}: {module}"
-        for path in PRICING.rglob("*.py")
-        if "migrations" not in path.parts
-        for module in _planner_imports(path)
-        if not module.startswith(allowed)
-    }
-    assert not stray
+# --- One set of models both apps use ---------------------------------------------------------
 
 
 def test_the_planner_models_reexport_the_organisation_models() -> None:
+    from organisations import models as organisation_models
     from planner import models
-    from planner.organisations import models as organisation_models
 
     assert models.Organisation is organisation_models.Organisation
     assert models.Membership is organisation_models.Membership
-    assert Organisation._meta.app_label == "planner"
+    assert Organisation._meta.app_label == "organisations"
     assert Organisation._meta.db_table == "planner_organisation"
-
-
-# --- add_member -----------------------------------------------------------------------------
-
-
-def _add_member(*args: str) -> str:
-    out = StringIO()
-    call_command("add_member", *args, stdout=out)
-    return out.getvalue()
-
-
-@pytest.mark.django_db
-def test_add_member_creates_the_organisation_and_the_user_and_grants_the_role() -> None:
-    output = _add_member("Initech", "peter", "pricing_admin", "--password", "tps-report-1")
-    assert "created the organisation and the user" in output
-    user = User.objects.get(username="peter")
-    organisation = Organisation.objects.get(name="Initech")
-    assert user.check_password("tps-report-1")
-    assert user_roles(user, organisation) == {Role.PRICING_ADMIN}
-
-
-@pytest.mark.django_db
-def test_add_member_is_idempotent_and_adds_roles() -> None:
-    _add_member("Initech", "peter", "requester")
-    second = _add_member("Initech", "peter", "requester")
-    assert "created" not in second
-    _add_member("Initech", "peter", "viewer")
-    assert Membership.objects.filter(user__username="peter").count() == 2
-    assert Organisation.objects.filter(name="Initech").count() == 1
-    assert not User.objects.get(username="peter").has_usable_password()
-
-
-@pytest.mark.django_db
-def test_add_member_names_the_argument_of_an_unknown_role() -> None:
-    with pytest.raises(CommandError, match=r"ROLE: unknown role 'emperor'.*pricing_admin"):
-        _add_member("Initech", "peter", "emperor")
-    assert not Organisation.objects.filter(name="Initech").exists()
-    assert not User.objects.filter(username="peter").exists()
+    assert models.Membership._meta.db_table == "planner_membership"
 
 
 # --- Prices of another organisation ---------------------------------------------------------
@@ -279,8 +213,8 @@ def _legacy_data(apps: object) -> dict[str, int]:
 
 @pytest.mark.django_db
 def test_the_demo_makes_ivan_pricing_admin_of_the_demo_organisation() -> None:
+    from organisations.demo import DEMO_ORGANISATION
     from planner.demo import demo_users_load
-    from planner.organisations.demo import DEMO_ORGANISATION
 
     demo_users_load()
     ivan = User.objects.get(username="ivan")

@@ -25,12 +25,12 @@ from django.urls import reverse
 from django.utils import timezone
 from pytest_django.fixtures import Settings
 
-from planner.celery import app as celery_app
 from planner.models import WORKER_LOST, EstimationRun, RunStatus, Scenario
 from planner.services import run_execute, run_start
 from planner.services.runs import runs_dispatch_pending, runs_recover_lost
 from planner.tasks import dispatch_pending
 from tests.services import wait_for
+from trainplan.celery import app as celery_app
 
 pytestmark = pytest.mark.django_db
 
@@ -49,7 +49,7 @@ def broker_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise ConnectionRefusedError(111, "Connection refused")
 
-    monkeypatch.setattr("planner.celery.publish", refuse)
+    monkeypatch.setattr("lib.broker.publish", refuse)
 
 
 def _client(user: User) -> Client:
@@ -213,14 +213,14 @@ def test_the_dispatcher_is_on_the_beat_schedule() -> None:
 
 @pytest.fixture
 def celery_beat(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    """``celery -A planner beat`` with the dispatcher every second (it needs no database)."""
+    """``celery -A trainplan beat`` with the dispatcher every second (it needs no database)."""
     env = {
         **os.environ,
         "REDIS_URL": django_settings.REDIS_URL,
         "TRAINPLAN_DISPATCH_INTERVAL_S": "1",
     }
     log = tmp_path / "beat.log"
-    command = [sys.executable, "-m", "celery", "-A", "planner", "beat", "--loglevel=INFO"]
+    command = [sys.executable, "-m", "celery", "-A", "trainplan", "beat", "--loglevel=INFO"]
     command += ["--schedule", str(tmp_path / "beat-schedule")]
     with log.open("wb") as out:
         beat = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -14,7 +14,7 @@ from knox.models import AuthToken
 from pytest_django.fixtures import Settings
 from rest_framework.test import APIClient
 
-from planner.lib.login_guard import login_lockout_lift
+from lib.login_guard import login_lockout_lift
 from planner.tasks import tokens_expired_delete
 
 pytestmark = pytest.mark.django_db

@@ -10,8 +10,9 @@ import pytest
 from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
-from planner.organisations import Organisation, membership_grant, organisation_create
-from planner.organisations.demo import demo_organisation
+from organisations.demo import demo_organisation
+from organisations.models import Organisation
+from organisations.services import membership_grant, organisation_create
 from planner.roles import PRICING_ADMIN, REQUESTER
 from pricing.demo import pricing_admin_permissions_grant
 from pricing.models import Accelerator, PriceBook, Provider

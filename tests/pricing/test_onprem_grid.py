@@ -11,7 +11,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from planner.organisations import Organisation
+from organisations.models import Organisation
 from pricing.demo import WORKED_EXAMPLE, WORKED_EXAMPLE_NAME, pricing_demo_load
 from pricing.errors import PricingError
 from pricing.models import OnPremProfile, PriceAuditEvent

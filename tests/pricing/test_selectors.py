@@ -6,7 +6,7 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import User
 
-from planner.organisations.demo import demo_organisation
+from organisations.demo import demo_organisation
 from pricing.errors import NoExchangeRate
 from pricing.models import Accelerator, PriceBook, Provider, VendorQuote
 from pricing.selectors import accelerator_price_ranges, money_convert, quotes_selectable

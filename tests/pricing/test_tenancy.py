@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.test import Client, RequestFactory
 from rest_framework.test import APIClient
 
-from planner.organisations import Organisation
+from organisations.models import Organisation
 from pricing.demo import WORKED_EXAMPLE
 from pricing.models import Accelerator, OnPremProfile, PriceBook, PriceEntry, VendorQuote
 from pricing.services import (
@@ -190,7 +190,7 @@ def test_a_pricing_admin_of_several_organisations_must_name_one(
     pricing_admin: User,
     other_organisation: Organisation,
 ) -> None:
-    from planner.organisations import membership_grant
+    from organisations.services import membership_grant
 
     membership_grant(organisation=other_organisation, user=pricing_admin, role="pricing_admin")
     payload = {name: str(value) for name, value in WORKED_EXAMPLE.items()} | {"name": "DC 2"}
@@ -307,7 +307,7 @@ def test_admin_quote_of_another_organisation_is_a_404(
 def test_a_pricing_admin_of_two_organisations_picks_one_when_saving_a_profile(
     secrets: Records, pricing_admin: User, other_organisation: Organisation
 ) -> None:
-    from planner.organisations import membership_grant
+    from organisations.services import membership_grant
 
     membership_grant(organisation=other_organisation, user=pricing_admin, role="pricing_admin")
     client = _login(pricing_admin)

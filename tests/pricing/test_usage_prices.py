@@ -12,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.test import Client
 from django.utils import timezone
 
-from planner.organisations import Organisation
+from organisations.models import Organisation
 from pricing.demo import EXAMPLE_BOOK_NAME, pricing_demo_load
 from pricing.errors import DuplicateRecord, PricingError, PublishedBookImmutable
 from pricing.models import PriceAuditEvent, PriceBook, Provider, UsagePrice

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from planner.organisations import Organisation
+from organisations.models import Organisation
 from pricing.errors import CsvImportError, PricingError
 from pricing.models import PriceBook
 from pricing.services import csv_text_decode, price_book_csv_import, quote_csv_import

@@ -422,7 +422,8 @@ def test_percentiles_match_numpy() -> None:
 def test_montecarlo_imports_without_django() -> None:
     probe = (
         "import sys\n"
-        "for name in ('django', 'celery', 'rest_framework', 'planner', 'pricing'):\n"
+        "for name in ('django', 'celery', 'rest_framework', 'lib', 'organisations',\n"
+        "             'pricing', 'planner', 'trainplan'):\n"
         "    sys.modules[name] = None\n"
         "import estimator.core.montecarlo\n"
     )

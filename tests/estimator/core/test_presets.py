@@ -125,7 +125,8 @@ def test_preset_scenario_unknown_id_names_the_key() -> None:
 def test_presets_import_without_django() -> None:
     probe = (
         "import sys\n"
-        "for name in ('django', 'celery', 'rest_framework', 'planner', 'pricing'):\n"
+        "for name in ('django', 'celery', 'rest_framework', 'lib', 'organisations',\n"
+        "             'pricing', 'planner', 'trainplan'):\n"
         "    sys.modules[name] = None\n"
         "from estimator.core.presets import load_presets\n"
         "assert load_presets()\n"

@@ -11,8 +11,8 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from organisations.demo import demo_organisation
 from planner.models import EstimationRun, Organisation, Project, Role, Scenario
-from planner.organisations.demo import demo_organisation
 from planner.services import (
     membership_grant,
     project_create,

@@ -12,10 +12,10 @@ from django.contrib.auth.models import User
 from rest_framework import serializers
 from rest_framework.test import APIClient
 
+from lib.inputs import StorableInput
 from planner import services
 from planner.api import budget_serializers as budget_io
 from planner.api import serializers as io
-from planner.lib.inputs import StorableInput
 from planner.models import (
     AuditEvent,
     BudgetDecision,

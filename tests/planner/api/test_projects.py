@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.db.models import ProtectedError
 from rest_framework.test import APIClient
 
-from planner.lib.api import protected_response
+from lib.api import protected_response
 from planner.models import Organisation, Project, Role
 from planner.services import membership_grant, project_create
 from tests.planner.conftest import api_client

@@ -19,7 +19,7 @@ from rest_framework import serializers
 from rest_framework.relations import ManyRelatedField
 from rest_framework.test import APIClient
 
-from planner.lib.text import model_text_lengths
+from lib.text import model_text_lengths
 
 World = dict[str, Any]
 
@@ -47,7 +47,7 @@ def writable_fields(serializer: type[serializers.Serializer]) -> dict[str, seria
 
 def text_fields_with_limit(serializer: type[serializers.Serializer]) -> dict[str, int]:
     """The bounded text fields, with the bound the serializer applies (its own or its
-    column's, see ``planner.lib.inputs``)."""
+    column's, see ``lib.inputs``)."""
     return {
         name: field.max_length
         for name, field in writable_fields(serializer).items()

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from planner.organisations.demo import demo_organisation
+from organisations.demo import demo_organisation
 from pricing.api import serializers as io
 from pricing.demo import WORKED_EXAMPLE
 from pricing.models import (

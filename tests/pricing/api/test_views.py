@@ -403,7 +403,7 @@ def test_a_value_beyond_its_column_is_a_400_not_a_500() -> None:
     """The net under every check: PostgreSQL's "out of range" (a ``DataError``)."""
     from django.db import DataError
 
-    from planner.lib.api import exception_handler
+    from lib.api import exception_handler
 
     response = exception_handler(DataError("smallint out of range"), {})
     assert response is not None

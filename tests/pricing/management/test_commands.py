@@ -7,7 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from estimator.core.catalog import load_catalog
-from planner.organisations import Organisation
+from organisations.models import Organisation
 from pricing.models import Accelerator, PriceBook, PriceEntry, Provider, VendorQuote
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,9 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from planner.lib.appendonly import AppendOnlyRefused
-from planner.organisations import Organisation, Role, membership_grant, organisation_create
+from lib.appendonly import AppendOnlyRefused
+from organisations.models import Organisation, Role
+from organisations.services import membership_grant, organisation_create
 from pricing.demo import pricing_demo_load
 from pricing.models import OnPremProfile, PriceAuditEvent, PriceBook, VendorQuote
 from pricing.services import (

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from planner.organisations.demo import demo_organisation
+from organisations.demo import demo_organisation
 from pricing.demo import DATA_DIR
 from pricing.errors import CsvImportError, PricingError, PublishedBookImmutable
 from pricing.models import Accelerator, PriceBook, PriceEntry, Provider, VendorQuote

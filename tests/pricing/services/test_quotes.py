@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from planner.organisations.demo import demo_organisation
+from organisations.demo import demo_organisation
 from pricing.errors import PricingError, QuoteNotSelectable
 from pricing.models import Accelerator, VendorQuote
 from pricing.services import quote_assert_selectable, quote_create, quote_update

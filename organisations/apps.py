@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class OrganisationsConfig(AppConfig):
+    name = "organisations"
+    verbose_name = "Organisations"
