@@ -1,0 +1,178 @@
+"""Admin of organisations' records: vendor quotes, on-prem profiles, the price audit
+trail, and exchange rates."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from pricing import services
+from pricing.admin.common import (
+    OrganisationScopedAdmin,
+    _as_form_errors,
+    _changes,
+)
+from pricing.models import (
+    ExchangeRate,
+    OnPremProfile,
+    PriceAuditEvent,
+    VendorQuote,
+)
+from pricing.services.onprem import PROFILE_FIELDS, onprem_inputs_from
+from pricing.services.quotes import QUOTE_FIELDS, quote_values_check
+from pricing.services.rates import exchange_rate_values_check
+from pricing.tco import onprem_inputs_check
+
+# --- Quotes, on-prem profiles, exchange rates -----------------------------------------------
+
+
+class VendorQuoteForm(forms.ModelForm):
+    class Meta:
+        model = VendorQuote
+        fields = ["organisation", *(name for name in QUOTE_FIELDS if name != "price_basis")]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        values = {name: cleaned.get(name) for name in QUOTE_FIELDS}
+        _as_form_errors(self, lambda: quote_values_check(values))
+        return cleaned
+
+
+@admin.register(VendorQuote)
+class VendorQuoteAdmin(OrganisationScopedAdmin):
+    form = VendorQuoteForm
+    list_display = [
+        "vendor",
+        "organisation",
+        "accelerator",
+        "accelerator_count",
+        "price_per_accelerator_hour",
+        "currency",
+        "valid_from",
+        "valid_until",
+        "is_example",
+    ]
+    list_filter = ["is_example", "currency"]
+    list_select_related = ["accelerator", "organisation"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.quote_update(quote=obj, user=request.user, **_changes(form, QUOTE_FIELDS))
+            return
+        values = {name: form.cleaned_data.get(name) for name in QUOTE_FIELDS}
+        organisation = self.organisation_of(request, form, public_allowed=False)
+        created = services.quote_create(user=request.user, organisation=organisation, **values)
+        obj.pk = created.pk
+        obj._state.adding = False
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        services.quote_delete(quote=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[VendorQuote]) -> None:
+        for quote in queryset:
+            services.quote_delete(quote=quote, user=request.user)
+
+
+class OnPremProfileForm(forms.ModelForm):
+    class Meta:
+        model = OnPremProfile
+        fields = ["organisation", *PROFILE_FIELDS]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not self.errors:
+            _as_form_errors(self, lambda: onprem_inputs_check(onprem_inputs_from(cleaned)))
+        return cleaned
+
+
+@admin.register(OnPremProfile)
+class OnPremProfileAdmin(OrganisationScopedAdmin):
+    form = OnPremProfileForm
+    list_display = [
+        "name",
+        "organisation",
+        "accelerator",
+        "currency",
+        "server_price",
+        "utilisation_percent",
+    ]
+    list_select_related = ["accelerator", "organisation"]
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            services.onprem_profile_update(
+                profile=obj, user=request.user, **_changes(form, PROFILE_FIELDS)
+            )
+            return
+        values = {name: form.cleaned_data[name] for name in PROFILE_FIELDS}
+        organisation = self.organisation_of(request, form, public_allowed=False)
+        created = services.onprem_profile_create(
+            user=request.user, organisation=organisation, **values
+        )
+        obj.pk = created.pk
+        obj._state.adding = False
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        services.onprem_profile_delete(profile=obj, user=request.user)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[OnPremProfile]) -> None:
+        for profile in queryset:
+            services.onprem_profile_delete(profile=profile, user=request.user)
+
+
+@admin.register(PriceAuditEvent)
+class PriceAuditEventAdmin(OrganisationScopedAdmin):
+    """The trail of price changes, read-only: each organisation sees its own (and the public
+    books'); nobody adds, edits or deletes a row here."""
+
+    public_allowed = True
+    list_display = ["created_at", "actor", "action", "subject_label", "organisation"]
+    list_filter = ["subject_type", "action"]
+    list_select_related = ["actor", "organisation"]
+    search_fields = ["subject_label", "comment"]
+    readonly_fields = [
+        "created_at", "organisation", "actor", "action", "subject_type", "subject_id",
+        "subject_label", "changes", "comment",
+    ]  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class ExchangeRateForm(forms.ModelForm):
+    class Meta:
+        model = ExchangeRate
+        fields = ["base_currency", "quote_currency", "rate", "rate_date", "source"]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not self.errors:
+            _as_form_errors(self, lambda: exchange_rate_values_check(**cleaned))
+        return cleaned
+
+
+@admin.register(ExchangeRate)
+class ExchangeRateAdmin(admin.ModelAdmin):
+    """Rates are added, never edited: converted figures name the rate they used."""
+
+    form = ExchangeRateForm
+    list_display = ["base_currency", "quote_currency", "rate", "rate_date", "source"]
+    list_filter = ["base_currency", "quote_currency"]
+
+    def has_change_permission(self, request: HttpRequest, obj: ExchangeRate | None = None) -> bool:
+        return obj is None and super().has_change_permission(request, obj)
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        created = services.exchange_rate_create(**form.cleaned_data)
+        obj.pk = created.pk
+        obj._state.adding = False
