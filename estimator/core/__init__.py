@@ -3,11 +3,9 @@
 Public API: :func:`estimate`, :func:`validate_scenario`, :class:`ScenarioError`,
 :func:`load_catalog` and :class:`AcceleratorSpec`; the layout search is :func:`search`
 (:func:`search_chunk` and :func:`merge_search_results` split it into mergeable slices);
-capacity planning is :func:`plan_capacity` over :class:`ClusterOption`;
 the per-layout formulas for a layout search are :class:`Layouts` and :func:`evaluate_layouts`.
 """
 
-from estimator.core.capacity import ClusterOption, plan_capacity
 from estimator.core.catalog import AcceleratorSpec, load_catalog
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import ESTIMATOR_VERSION, estimate
@@ -20,7 +18,6 @@ __version__ = ESTIMATOR_VERSION
 __all__ = [
     "ESTIMATOR_VERSION",
     "AcceleratorSpec",
-    "ClusterOption",
     "LayoutResults",
     "Layouts",
     "Scenario",
@@ -30,7 +27,6 @@ __all__ = [
     "evaluate_layouts",
     "load_catalog",
     "merge_search_results",
-    "plan_capacity",
     "search",
     "search_chunk",
     "validate_scenario",
