@@ -8,7 +8,8 @@ the per-layout formulas for a layout search are :class:`Layouts` and :func:`eval
 
 from estimator.core.catalog import AcceleratorSpec, load_catalog
 from estimator.core.errors import ScenarioError
-from estimator.core.estimate import ESTIMATOR_VERSION, estimate
+from estimator.core.estimate import estimate
+from estimator.core.explicit import ESTIMATOR_VERSION
 from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
 from estimator.core.scenario import Scenario
 from estimator.core.search import merge_search_results, search, search_chunk

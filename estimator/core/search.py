@@ -58,7 +58,7 @@ import numpy.typing as npt
 from estimator.core import layout_rules as rules
 from estimator.core.compare import alternatives, with_comparisons
 from estimator.core.errors import ScenarioError
-from estimator.core.estimate import FORMAT_VERSION, estimate_scenario
+from estimator.core.explicit import FORMAT_VERSION, estimate_scenario
 from estimator.core.frameworks import FrameworkProfile, profile_for, stack_assumed
 from estimator.core.layout import Layouts, evaluate_layouts
 from estimator.core.memory import GIB, RECOMPUTE_CODES

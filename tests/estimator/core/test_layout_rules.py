@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from estimator.core import ScenarioError, validate_scenario
 from estimator.core import layout_rules as rules
-from estimator.core.estimate import estimate_scenario
+from estimator.core.explicit import estimate_scenario
 from estimator.core.frameworks import PROFILES
 from estimator.core.scenario import ParallelismConfig, Scenario
 from estimator.core.search import (

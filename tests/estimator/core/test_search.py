@@ -12,7 +12,7 @@ from numpy.testing import assert_allclose
 
 from estimator.core import ScenarioError, estimate, merge_search_results, search, search_chunk
 from estimator.core.compare import SHAPE_KEYS
-from estimator.core.estimate import estimate_scenario
+from estimator.core.explicit import estimate_scenario
 from estimator.core.layout import evaluate_layouts
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig
