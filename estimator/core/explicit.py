@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from estimator.core import finetune, memory
+from estimator.core import finetune, pipeline
 from estimator.core import layout_rules as rules
 from estimator.core.calibration import efficiency_for, stack_calibrated, stack_factor, stack_name
 from estimator.core.constants import HOURS_PER_DAY, TERA
@@ -93,7 +93,7 @@ def _warnings(workload: Workload, layout: ParallelismConfig, results: LayoutResu
         )
     if not rules.pipeline_divides_layers(model.num_layers, layout.pp):
         first, middle, last = (
-            int(x[0]) for x in memory.pipeline_split(model.num_layers, np.array([layout.pp]))
+            int(x[0]) for x in pipeline.pipeline_split(model.num_layers, np.array([layout.pp]))
         )
         notes.append(
             f"uneven pipeline split: num_layers = {model.num_layers} over pp = {layout.pp} "

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from estimator.core import comms, compute, finetune, memory
+from estimator.core import comms, compute, finetune, memory, pipeline
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
+from estimator.core.activations import activation_bytes, offloaded_activation_bytes
 from estimator.core.constants import (
     ALL_REDUCE_PHASES,
     BACKWARD_TO_FORWARD,
@@ -241,12 +242,12 @@ def _stage_share(
 ) -> FloatArray:
     """Time of the slowest stage relative to "its layers + the LM head".
 
-    The split is :func:`memory.pipeline_split`: k = ceil(l / p) layers on the middle stages,
+    The split is :func:`pipeline.pipeline_split`: k = ceil(l / p) layers on the middle stages,
     fewer on the ends, the last also running the LM head and loss. The slowest stage runs
     max(k layers, last-stage layers + head); with p = 1 that is all layers + head.
     """
     own = layers * layer_time + head_time
-    last = memory.stage_layers(workload.model.num_layers, layouts.pp, "last")
+    last = pipeline.stage_layers(workload.model.num_layers, layouts.pp, "last")
     return np.maximum(layers * layer_time, last * layer_time + head_time) / own
 
 
@@ -358,7 +359,7 @@ def _dp_gather_times(workload: Workload, layouts: Layouts) -> tuple[FloatArray, 
     )
     dense, expert = memory.stage_parameters(workload.model, layouts.tp, layouts.pp, layouts.ep)
     dp_cp = layouts.dp * layouts.cp
-    per_layer = memory.layers_per_stage(workload.model.num_layers, layouts.pp) + 1.0
+    per_layer = pipeline.layers_per_stage(workload.model.num_layers, layouts.pp) + 1.0
     # A model without routed experts has no expert collectives to pay the latency of.
     dense_collectives, expert_collectives = per_layer, np.where(expert > 0, per_layer, 0.0)
     if workload.framework.mcore_ddp:  # buckets, but FSDP (stage 3) still gathers per layer
@@ -396,7 +397,7 @@ def _adapter_parameters(workload: Workload, layouts: Layouts) -> FloatArray:
     per_layer = (
         finetune.adapter_parameters(workload.model, workload.method) / workload.model.num_layers
     )
-    return per_layer * memory.layers_per_stage(workload.model.num_layers, layouts.pp) / layouts.tp
+    return per_layer * pipeline.layers_per_stage(workload.model.num_layers, layouts.pp) / layouts.tp
 
 
 def chunked_exposed_time(
@@ -496,7 +497,7 @@ def _stage_memory(
         workload.optimizer,
         workload.master_weights,
     )
-    activations = memory.activation_bytes(
+    activations = activation_bytes(
         workload.model,
         tokens,
         layouts.tp,
@@ -524,10 +525,10 @@ def _memory(
     workload: Workload, layouts: Layouts, tokens: FloatArray, m: FloatArray
 ) -> tuple[FloatArray, ...]:
     """Memory parts of the pipeline stage that needs the most (first, second or last: see
-    :data:`memory.STAGES`); with pp = 1 the three are the same device."""
+    :data:`pipeline.STAGES`); with pp = 1 the three are the same device."""
     deepest = float(np.max(layouts.pp))
     # Without pipelining the three are one device; with two stages the second is the last.
-    stages = memory.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
+    stages = pipeline.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
     per_stage = [_stage_memory(workload, layouts, tokens, m, stage) for stage in stages]
     if len(per_stage) == 1:
         return per_stage[0]
@@ -566,7 +567,7 @@ def _offload_times(
     link, overlap = workload.host_link_bandwidth, workload.software.overlap
     per_micro_batch = np.zeros_like(micro_batch.forward)
     if np.any(layouts.activation_offload > 0):  # the layout search never offloads: skip the work
-        saved = memory.offloaded_activation_bytes(
+        saved = offloaded_activation_bytes(
             workload.model,
             tokens,
             layouts.tp,
@@ -671,7 +672,7 @@ def evaluate_layouts(workload: Workload, layouts: Layouts) -> LayoutResults:
     """
     m = np.ceil(workload.global_batch_size / (layouts.dp * layouts.micro_batch_size))
     tokens = layouts.micro_batch_size * workload.model.seq_len / layouts.cp
-    layers = memory.layers_per_stage(workload.model.num_layers, layouts.pp)
+    layers = pipeline.layers_per_stage(workload.model.num_layers, layouts.pp)
     micro_batch = _micro_batch(workload, layouts, tokens, layers)
     memory_parts = _memory(workload, layouts, tokens, m)
     if workload.efficiency.compiler_remat or workload.framework.compiler_remat:

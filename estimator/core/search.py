@@ -11,7 +11,7 @@ rules that involve only the model):
   scale-out network.
 * ``pp``: divisors of ``num_layers``, ``num_layers + 1`` and ``num_layers + 2`` and powers
   of two, up to the cluster size; stages hold k = ceil(l / pp) layers, the first and last
-  fewer (``pipeline_ends_absorb``; :func:`estimator.core.memory.pipeline_split`).
+  fewer (``pipeline_ends_absorb``; :func:`estimator.core.pipeline.pipeline_split`).
 * ``cp``: 1, and powers of two with ``seq_len`` divisible by 2 cp (ring attention splits
   the sequence into 2 cp chunks for load balance) and at least 2,048 tokens per rank
   (``cp_balanced``).
@@ -108,7 +108,8 @@ def _cp_candidates(scenario: Scenario) -> IntArray:
 
 def _pp_candidates(num_layers: int, gpus: int) -> IntArray:
     """Stage counts: divisors of l, l + 1 and l + 2 (the embedding and the loss counted as
-    layers) and powers of two, whose uneven split (:func:`memory.pipeline_split`) exists
+    layers) and powers of two, whose uneven split
+    (:func:`~estimator.core.pipeline.pipeline_split`) exists
     (:func:`~estimator.core.layout_rules.pipeline_ends_absorb`)."""
     limit = min(num_layers, gpus)
     found = {d for n in range(num_layers, num_layers + 3) for d in _divisors(n, limit)}

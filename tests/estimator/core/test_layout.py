@@ -9,7 +9,16 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import comms, compute, estimate, layout, memory, validate_scenario
+from estimator.core import (
+    activations,
+    comms,
+    compute,
+    estimate,
+    layout,
+    memory,
+    pipeline,
+    validate_scenario,
+)
 from estimator.core.layout import (
     LayoutResults,
     Layouts,
@@ -131,22 +140,22 @@ def test_llama3_405b_memory_is_the_fullest_stages() -> None:
     assert parsed.parallelism is not None
     assert parsed.parallelism.sequence_parallel  # defaults on with tp > 1
     model = parsed.model
-    per_layer = float(memory.activation_bytes_per_layer(model, 8192.0, 8, True, 0))
+    per_layer = float(activations.activation_bytes_per_layer(model, 8192.0, 8, True, 0))
     logits = 4.0 * 8192 * model.vocab_size / 8  # fp32 logits on the last stage
     expected = {
         "first": 16 * 7 * per_layer,  # 16 micro-batches x 7 layers
         "second": 15 * 8 * per_layer,  # p - 1 = 15 micro-batches x k = 8 layers
         "last": 1 * 7 * per_layer + logits,
     }
-    activations = {
+    held = {
         stage: float(
-            memory.activation_bytes(
+            activations.activation_bytes(
                 model, 8192.0, 8, 16, True, 0, 16, 1, 2.0, 0.0, 4.0, stage=stage
             )
         )
-        for stage in memory.STAGES
+        for stage in pipeline.STAGES
     }
-    assert_allclose(list(activations.values()), list(expected.values()), rtol=1e-12)
+    assert_allclose(list(held.values()), list(expected.values()), rtol=1e-12)
     # The second stage (120 layer-micro-batches) beats the first (112); its weights are
     # 8 layers without an embedding against 7 with one (8 x 3.22 GB > 7 x 3.22 + 2.1 GB).
     result = estimate(LLAMA3_1F1B)
@@ -175,11 +184,11 @@ def test_memory_takes_the_worst_of_first_second_and_last_stage(changes: dict, wo
     m = np.ceil(w.global_batch_size / 128)
     e = w.efficiency
     per_stage = {}
-    for stage in memory.STAGES:
+    for stage in pipeline.STAGES:
         states = memory.model_state_bytes(
             w.model, w.precision, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero_stage, "none", stage
         )
-        acts = memory.activation_bytes(
+        acts = activations.activation_bytes(
             w.model, 8192.0, lay.tp, lay.pp, lay.sequence_parallel, lay.recompute, m,
             lay.virtual_stages, w.activation_bytes, 0.0, e.logits_bytes, stage,
         )  # fmt: skip
