@@ -10,7 +10,8 @@ from estimator.core.catalog import AcceleratorSpec, load_catalog
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import estimate
 from estimator.core.explicit import ESTIMATOR_VERSION
-from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import LayoutResults, Layouts
 from estimator.core.scenario import Scenario
 from estimator.core.search import merge_search_results, search, search_chunk
 from estimator.core.validation import validate_scenario

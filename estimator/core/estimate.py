@@ -16,7 +16,8 @@ from estimator.core.calibration import calibrated_stacks, efficiency_for, stack_
 from estimator.core.errors import ScenarioError
 from estimator.core.explicit import estimate_scenario, scalar, schedule_of
 from estimator.core.frameworks import PERIOD_STACKS, auto_profiles
-from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import Layouts
 from estimator.core.measurement import (
     MOST_OFF,
     Measurement,

@@ -19,7 +19,8 @@ from estimator.core import layout_rules as rules
 from estimator.core.calibration import efficiency_for, stack_calibrated, stack_factor, stack_name
 from estimator.core.constants import HOURS_PER_DAY, TERA
 from estimator.core.errors import ScenarioError
-from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import LayoutResults, Layouts
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig, Scenario
 from estimator.core.validation import validate_scenario

@@ -60,7 +60,8 @@ from estimator.core.compare import alternatives, with_comparisons
 from estimator.core.errors import ScenarioError
 from estimator.core.explicit import FORMAT_VERSION, estimate_scenario
 from estimator.core.frameworks import FrameworkProfile, profile_for, stack_assumed
-from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import Layouts
 from estimator.core.memory import GIB, RECOMPUTE_CODES
 from estimator.core.scenario import RECOMPUTE_MODES, ParallelismConfig, Scenario
 from estimator.core.validation import price_per_gpu_hour, validate_scenario

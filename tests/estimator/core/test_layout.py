@@ -14,18 +14,14 @@ from estimator.core import (
     comms,
     compute,
     estimate,
-    layout,
+    layout_comms,
     memory,
     pipeline,
     validate_scenario,
 )
-from estimator.core.layout import (
-    LayoutResults,
-    Layouts,
-    chunked_exposed_time,
-    evaluate_layouts,
-    mcore_buckets,
-)
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import LayoutResults, Layouts
+from estimator.core.layout_comms import chunked_exposed_time, mcore_buckets
 from estimator.core.workload import build_workload
 
 from .scenarios import GPT3_175B, LLAMA3_405B, SMALL, scenario
@@ -355,9 +351,9 @@ def test_megatron_core_data_parallel_latency_shrinks_with_bigger_buckets() -> No
         parallelism={"tp": 4, "pp": 6, "dp": 484, "micro_batch_size": 1, "zero_stage": 1},
     )
     parsed, layouts, workload, plain = _with_and_without_mcore_ddp(data)
-    params, grads = layout._dp_gather_times(workload, layouts)
-    plain_params, plain_grads = layout._dp_gather_times(plain, layouts)
-    _, latency = layout._group_link(workload, layouts.dp, layouts.tp)
+    params, grads = layout_comms._dp_gather_times(workload, layouts)
+    plain_params, plain_grads = layout_comms._dp_gather_times(plain, layouts)
+    _, latency = layout_comms._group_link(workload, layouts.dp, layouts.tp)
     steps = 483.0
     stage = memory.stage_parameters(parsed.model, 4.0, 6.0, 1.0)[0]
     buckets = mcore_buckets(stage, 484.0, 1.0)
@@ -397,14 +393,14 @@ def test_a_dense_model_pays_the_data_parallel_latency_once() -> None:
     assert parsed.parallelism is not None
     workload = build_workload(parsed)
     layouts = Layouts.single(parsed.parallelism)
-    bandwidth, latency = layout._group_link(workload, layouts.dp, layouts.tp)
+    bandwidth, latency = layout_comms._group_link(workload, layouts.dp, layouts.tp)
     params = memory.stage_parameters(parsed.model, 1.0, 1.0, 1.0)[0]
     gradient_bytes = memory.bytes_per_parameter(workload.precision, workload.optimizer, False)[1]
     collectives = parsed.model.num_layers + 1.0
     expected = comms.reduce_scatter_time(
         params * gradient_bytes, 16.0, bandwidth, latency * collectives
     )
-    _, grads = layout._dp_gather_times(workload, layouts)
+    _, grads = layout_comms._dp_gather_times(workload, layouts)
     assert_allclose(grads, expected, rtol=1e-12)
 
 
