@@ -13,7 +13,7 @@ import dataclasses
 
 import numpy as np
 
-from estimator.core import comms, compute, finetune, memory, pipeline
+from estimator.core import comms, compute, finetune, gemm, memory, pipeline
 from estimator.core._types import FloatArray
 from estimator.core.activations import activation_bytes
 from estimator.core.constants import BACKWARD_TO_FORWARD, FORWARD_BACKWARD_PASSES
@@ -37,7 +37,7 @@ def _micro_batch(
     where the weight trains, its weight gradient (Narayanan et al. 2021, backward = 2 x
     forward); FlashAttention's backward is 2.5 x its forward (Dao 2023), unfused attention's
     four matmuls and softmax backward (:func:`compute.unfused_attention_times`). [s]"""
-    gemm_flop, gemm_byte = compute.layer_gemm_time(workload, tokens, layouts.tp, layouts.ep)
+    gemm_flop, gemm_byte = gemm.layer_gemm_time(workload, tokens, layouts.tp, layouts.ep)
     attention, attention_backward = compute.attention_times(workload, tokens, layouts.tp)
     forward_elem = compute.elementwise_time(
         workload, tokens, layouts.tp, layouts.sequence_parallel, "forward"
@@ -52,13 +52,13 @@ def _micro_batch(
         * efficiency.layer_overhead_scale
         * efficiency.overhead_scale
     )
-    casts = compute.fp8_cast_time(workload, tokens, layouts.tp, layouts.ep)
+    casts = gemm.fp8_cast_time(workload, tokens, layouts.tp, layouts.ep)
     forward_elem, backward_elem = forward_elem + casts / 2, backward_elem + casts / 2
     # Training method (finetune): adapters add their skinny matmuls, QLoRA dequantises the
     # weights before each pass; frozen weights skip their weight-gradient matmul, and layers
     # below every trained weight skip the backward altogether.
-    adapter_flop, adapter_byte = compute.adapter_gemm_time(workload, tokens, layouts.tp, layouts.ep)
-    dequantize = compute.dequantize_time(workload, layouts.tp, layouts.ep)
+    adapter_flop, adapter_byte = gemm.adapter_gemm_time(workload, tokens, layouts.tp, layouts.ep)
+    dequantize = gemm.dequantize_time(workload, layouts.tp, layouts.ep)
     through = finetune.backward_layer_share(workload.model, workload.method)
     gemm_backward = through + finetune.weight_gradient_layer_share(workload.model, workload.method)
     adapters = adapter_flop + adapter_byte

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from estimator.core import comms, compute, finetune, memory, pipeline
+from estimator.core import comms, compute, finetune, gemm, memory, pipeline
 from estimator.core import model as arithmetic
 from estimator.core._types import FloatArray, Numeric
 from estimator.core.activations import offloaded_activation_bytes
@@ -105,7 +105,7 @@ def context_and_expert_time(
         layers * share * count * comms.all_to_all_time(size, layouts.ep, bandwidth, latency)
     )
     passes = _per_layer_count(1.0, BACKWARD_TO_FORWARD, layouts.recompute)
-    shared = layers * passes * compute.shared_expert_time(workload, tokens, layouts.tp)
+    shared = layers * passes * gemm.shared_expert_time(workload, tokens, layouts.tp)
     overlap = workload.software.overlap * float(workload.framework.shared_expert_overlap)
     return context + comms.exposed_time(all_to_all, shared, overlap)
 

@@ -12,8 +12,8 @@ from numpy.testing import assert_allclose
 from estimator.core import (
     activations,
     comms,
-    compute,
     estimate,
+    gemm,
     layout_comms,
     memory,
     pipeline,
@@ -294,7 +294,7 @@ def test_expert_all_to_alls_hide_behind_the_shared_experts() -> None:
     assert workload.framework.shared_expert_overlap
     overlapped, exposed = evaluate(data), _without_shared_expert_overlap(data)
     tokens = 2 * SMALL["model"]["seq_len"]
-    shared = 3 * SMALL["model"]["num_layers"] * compute.shared_expert_time(workload, tokens, 1)
+    shared = 3 * SMALL["model"]["num_layers"] * gemm.shared_expert_time(workload, tokens, 1)
     hidden = overlapped.num_micro_batches * workload.software.overlap * shared
     assert_allclose(exposed.exposed_communication - overlapped.exposed_communication, hidden)
     assert exposed.exposed_communication[0] > hidden[0]  # the all-to-alls outlast them
@@ -312,8 +312,8 @@ def test_without_shared_experts_nothing_hides_the_all_to_alls() -> None:
 def test_shared_expert_time_is_linear_in_the_shared_experts_and_above_their_flops() -> None:
     one, two = (build_workload(validate_scenario(_moe(n))) for n in (1, 2))
     tokens = 4096.0
-    time_one = compute.shared_expert_time(one, tokens, 1)
-    assert_allclose(compute.shared_expert_time(two, tokens, 1), 2 * time_one, rtol=1e-12)
+    time_one = gemm.shared_expert_time(one, tokens, 1)
+    assert_allclose(gemm.shared_expert_time(two, tokens, 1), 2 * time_one, rtol=1e-12)
     # Gate + up (2 h f) and down (f h) matmuls, 2 FLOPs per multiply-add, on every token.
     flops = 2 * tokens * 3 * SMALL["model"]["hidden_size"] * 1408
     assert time_one > flops / one.peak_matmul_flops
