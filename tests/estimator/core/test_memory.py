@@ -171,7 +171,7 @@ def test_pipeline_split_sums_to_num_layers_when_at_most_two_are_missing() -> Non
 def test_pipeline_split_sums_to_num_layers_where_the_ends_absorb_the_deficit() -> None:
     # Any 1 <= p <= l whose d = p k - l missing layers fit on the two ends (d <= 2 (k - 1)):
     # the stages together hold exactly the model's l layers, each at least one, the middle
-    # ones k = ceil(l / p). The search only tries such p (search._pp_candidates).
+    # ones k = ceil(l / p). The search only tries such p (search_grid._pp_candidates).
     wrong = [
         (layers, stages, _split_total(layers, stages))
         for layers in range(1, 257)
