@@ -45,7 +45,8 @@ import numpy as np
 
 from estimator.core import ScenarioError, calibration, estimate, validate_scenario
 from estimator.core.frameworks import PERIOD_STACKS, POOLED_STACK, STACKS
-from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import Layouts
 from estimator.core.scenario import Scenario
 from estimator.core.workload import build_workload
 

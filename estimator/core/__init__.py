@@ -3,15 +3,15 @@
 Public API: :func:`estimate`, :func:`validate_scenario`, :class:`ScenarioError`,
 :func:`load_catalog` and :class:`AcceleratorSpec`; the layout search is :func:`search`
 (:func:`search_chunk` and :func:`merge_search_results` split it into mergeable slices);
-capacity planning is :func:`plan_capacity` over :class:`ClusterOption`;
 the per-layout formulas for a layout search are :class:`Layouts` and :func:`evaluate_layouts`.
 """
 
-from estimator.core.capacity import ClusterOption, plan_capacity
 from estimator.core.catalog import AcceleratorSpec, load_catalog
 from estimator.core.errors import ScenarioError
-from estimator.core.estimate import ESTIMATOR_VERSION, estimate
-from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.estimate import estimate
+from estimator.core.explicit import ESTIMATOR_VERSION
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import LayoutResults, Layouts
 from estimator.core.scenario import Scenario
 from estimator.core.search import merge_search_results, search, search_chunk
 from estimator.core.validation import validate_scenario
@@ -20,7 +20,6 @@ __version__ = ESTIMATOR_VERSION
 __all__ = [
     "ESTIMATOR_VERSION",
     "AcceleratorSpec",
-    "ClusterOption",
     "LayoutResults",
     "Layouts",
     "Scenario",
@@ -30,7 +29,6 @@ __all__ = [
     "evaluate_layouts",
     "load_catalog",
     "merge_search_results",
-    "plan_capacity",
     "search",
     "search_chunk",
     "validate_scenario",

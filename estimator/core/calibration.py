@@ -30,7 +30,7 @@ class Efficiency:
     gemm : float
         Fraction of dense peak a large, well-shaped matmul reaches (the small-shape penalty
         comes from the roofline's memory term where it exceeds the arithmetic,
-        ``compute.gemm_exposed_byte_time``). [1]
+        ``gemm.gemm_exposed_byte_time``). [1]
     attention : float
         Fraction of 16-bit dense peak FlashAttention reaches on the FLOPs it executes. [1]
     memory_bandwidth : float

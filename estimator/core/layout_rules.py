@@ -221,7 +221,7 @@ def pipeline_divides_layers(num_layers: IntLike, pp: IntLike) -> BoolLike:
 def pipeline_ends_absorb(num_layers: int, pp: IntLike) -> BoolLike:
     """Whether the d = p k - l layers an uneven split lacks (k = ceil(l / p)) come off the
     first and last stages with at least one layer left on each: d <= 2 (k - 1), or p = 1.
-    :func:`estimator.core.memory.pipeline_split` is then exact.
+    :func:`estimator.core.pipeline.pipeline_split` is then exact.
 
     Parameters
     ----------

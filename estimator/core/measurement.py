@@ -15,6 +15,11 @@ ratio itself (``{"factor": ...}``), so it starts from the measured speed, moved 
 model says the change is worth.
 Throughput, MFU and HFU divide by the factor; the whole run (goodput, checkpoints, failures)
 is recomputed on the rescaled steady state. The estimate says so in ``calibration``.
+
+This module reads a measurement and states what follows from it alone; the estimate that
+applies it is :func:`estimator.core.estimate.measured_estimate`, which needs the model's
+prediction (and so sits above the validator, which reads the key with
+:func:`measurement_parse`).
 """
 
 from __future__ import annotations
@@ -91,10 +96,6 @@ def measurement_parse(data: Any) -> Measurement | None:
     )
 
 
-def _without(scenario: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in scenario.items() if key != "measurement"}
-
-
 def measured_step_time(measurement: Measurement, predicted: Mapping[str, Any]) -> float:
     """The measured step time at the measured configuration, whichever figure was stated. [s]"""
     if measurement.kind == "step_time_s":
@@ -102,75 +103,6 @@ def measured_step_time(measurement: Measurement, predicted: Mapping[str, Any]) -
     if measurement.kind == "tokens_per_s":
         return float(predicted["tokens_per_step"]) / measurement.value
     return float(predicted["step_time_s"]) * float(predicted["mfu"]) / measurement.value
-
-
-def calibration_factor(scenario: Mapping[str, Any], measurement: Measurement) -> dict[str, Any]:
-    """``factor = measured / predicted`` step time at the measured configuration."""
-    from estimator.core.estimate import estimate
-
-    if measurement.kind == "factor":
-        return {
-            "source": "measurement",
-            "kind": "factor",
-            "value": measurement.value,
-            "measured_on": measurement.measured_on,
-            "factor": measurement.value,
-        }
-    reference = _without(scenario)
-    if measurement.cluster is not None:
-        reference["cluster"] = dict(measurement.cluster)
-    if measurement.parallelism is not None:
-        reference["parallelism"] = dict(measurement.parallelism)
-    try:
-        predicted = estimate(reference)
-    except ScenarioError as error:
-        raise ScenarioError(f"measurement.{error.key}", error.reason) from None
-    measured = measured_step_time(measurement, predicted)
-    factor = measured / float(predicted["step_time_s"])
-    if not 1 / MOST_OFF <= factor <= MOST_OFF:
-        raise ScenarioError(
-            f"measurement.{measurement.kind}",
-            f"implies a step of {measured:.4g} s where the model predicts "
-            f"{predicted['step_time_s']:.4g} s ({factor:.3g} times): check the units",
-        )
-    return {
-        "source": "measurement",
-        "kind": measurement.kind,
-        "value": measurement.value,
-        "measured_on": measurement.measured_on,
-        "factor": factor,
-        "measured_step_time_s": measured,
-        "predicted_step_time_s": float(predicted["step_time_s"]),
-        "measured_parallelism": predicted["parallelism"],
-        "measured_num_gpus": int(reference["cluster"]["num_gpus"]),
-    }
-
-
-def rescaled(
-    result: Mapping[str, Any], scenario: Mapping[str, Any], calibration: Mapping[str, Any]
-) -> dict[str, Any]:
-    """``result`` (the estimate of ``scenario`` without its measurement) with its step time
-    multiplied by the calibration's factor and every figure that follows from it redone."""
-    from estimator.core.estimate import schedule_of
-
-    factor = float(calibration["factor"])
-    out = dict(result)
-    out["step_time_s"] = result["step_time_s"] * factor
-    for key in ("tokens_per_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "mfu", "hfu"):
-        out[key] = result[key] / factor
-    if result.get("mfu_bf16") is not None:
-        out["mfu_bf16"] = result["mfu_bf16"] / factor
-    out["time_per_step_breakdown_s"] = {
-        part: seconds * factor for part, seconds in result["time_per_step_breakdown_s"].items()
-    }
-    explicit = {**_without(scenario), "parallelism": result["parallelism"]}
-    out.update(schedule_of(explicit, out["tokens_per_s"]))
-    out["calibration"] = dict(calibration)
-    out["warnings"] = [
-        *result.get("warnings", []),
-        f"calibrated to your measurement{_on(calibration)}: the model's step time x {factor:.3f}",
-    ]
-    return out
 
 
 def measurement_pinned(scenario: Mapping[str, Any], result: Mapping[str, Any]) -> dict[str, Any]:
@@ -184,15 +116,3 @@ def measurement_pinned(scenario: Mapping[str, Any], result: Mapping[str, Any]) -
     if calibration.get("measured_on"):
         pinned["measured_on"] = calibration["measured_on"]
     return {**scenario, "measurement": pinned}
-
-
-def _on(calibration: Mapping[str, Any]) -> str:
-    return f" of {calibration['measured_on']}" if calibration.get("measured_on") else ""
-
-
-def measured_estimate(scenario: Mapping[str, Any], measurement: Measurement) -> dict[str, Any]:
-    """:func:`~estimator.core.estimate.estimate` of a scenario with a ``measurement``."""
-    from estimator.core.estimate import estimate
-
-    calibration = calibration_factor(scenario, measurement)
-    return rescaled(estimate(_without(scenario)), scenario, calibration)

@@ -1,5 +1,6 @@
-"""compute.py: matmul roofline, attention, memory-bound kernels, LM head, optimizer, adapters,
-QLoRA dequantisation and fp8 casts, each against its formula with round hardware numbers.
+"""compute.py and gemm.py: matmul roofline, attention, memory-bound kernels, LM head, optimizer,
+adapters, QLoRA dequantisation and fp8 casts, each against its formula with round hardware
+numbers.
 
 The workload is a real one with its hardware replaced by a 1 PFLOP/s chip (0.5 PFLOP/s for
 16-bit attention) with 2 TB/s of memory, at eps_gemm 0.5, eps_attention 0.25 and eps_mem 0.8,
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import compute, estimate, finetune, validate_scenario
+from estimator.core import compute, estimate, finetune, gemm, validate_scenario
 from estimator.core import model as arithmetic
 from estimator.core.calibration import Efficiency, Software
 from estimator.core.presets import preset_scenario
@@ -58,7 +59,7 @@ def make_workload(model: ModelConfig = GPT, **changes: object) -> Workload:
 
 def test_padded_rounds_up_to_a_multiple_of_the_tile() -> None:
     assert_allclose(
-        compute.padded(np.array([1, 127, 128, 129, 50257]), 128),
+        gemm.padded(np.array([1, 127, 128, 129, 50257]), 128),
         [128, 128, 128, 256, 50304],
         rtol=0,
     )
@@ -67,30 +68,28 @@ def test_padded_rounds_up_to_a_multiple_of_the_tile() -> None:
 def test_gemm_flop_time_is_flops_over_peak_times_efficiency() -> None:
     # 2 m k n / (P eps_gemm) for a tile-aligned 4096^3 matmul.
     expected = 2 * 4096.0**3 / (1e15 * 0.5)
-    assert_allclose(compute.gemm_flop_time(make_workload(), 4096, 4096, 4096), expected, rtol=1e-12)
+    assert_allclose(gemm.gemm_flop_time(make_workload(), 4096, 4096, 4096), expected, rtol=1e-12)
 
 
 def test_gemm_flop_time_pads_every_dimension_to_the_tile() -> None:
     w = make_workload()
     # GPT-2's vocabulary of 50,257 costs the time of 50,304; one row costs a whole tile.
     assert_allclose(
-        compute.gemm_flop_time(w, 4096, 4096, 50257),
+        gemm.gemm_flop_time(w, 4096, 4096, 50257),
         2 * 4096 * 4096 * 50304 / MATMUL_RATE,
         rtol=1e-12,
     )
-    assert_allclose(compute.gemm_flop_time(w, 1, 1, 1), 2 * 128.0**3 / MATMUL_RATE, rtol=1e-12)
+    assert_allclose(gemm.gemm_flop_time(w, 1, 1, 1), 2 * 128.0**3 / MATMUL_RATE, rtol=1e-12)
 
 
 def test_gemm_byte_time_is_inputs_weights_and_output_over_memory_bandwidth() -> None:
     m, k, n = 1024.0, 4096.0, 512.0
     bf16 = 2 * (m * k + k * n) + 2 * m * n
-    assert_allclose(
-        compute.gemm_byte_time(make_workload(), m, k, n), bf16 / MEMORY_RATE, rtol=1e-12
-    )
+    assert_allclose(gemm.gemm_byte_time(make_workload(), m, k, n), bf16 / MEMORY_RATE, rtol=1e-12)
     # fp8 matmuls read 1-byte inputs and write a 16-bit output.
     fp8 = 1 * (m * k + k * n) + 2 * m * n
     assert_allclose(
-        compute.gemm_byte_time(make_workload(precision="fp8"), m, k, n),
+        gemm.gemm_byte_time(make_workload(precision="fp8"), m, k, n),
         fp8 / MEMORY_RATE,
         rtol=1e-12,
     )
@@ -112,7 +111,7 @@ def test_matmul_efficiency_follows_precision_and_fp8_recipe(
 ) -> None:
     efficiency = dataclasses.replace(EFFICIENCY, native_block_fp8=native_block, fp8_gemm=fp8_gemm)
     w = make_workload(precision=precision, fp8_recipe=recipe, efficiency=efficiency)
-    assert_allclose(compute.matmul_efficiency(w), expected, rtol=1e-12)
+    assert_allclose(gemm.matmul_efficiency(w), expected, rtol=1e-12)
 
 
 @pytest.mark.parametrize("tp", [1, 2, 4, 8])
@@ -120,7 +119,7 @@ def test_layer_gemm_time_gpt_layer_is_24_tokens_h_squared_over_t(tp: int) -> Non
     """Narayanan et al. 2021, eq. 3: a GPT layer's forward matmuls are 24 B s h^2 FLOPs
     (QKV 6, projection 2, FC1 8, FC2 8), split over t."""
     tokens, h = 2048.0, 4096.0
-    flop, _ = compute.layer_gemm_time(make_workload(), tokens, tp, 1.0)
+    flop, _ = gemm.layer_gemm_time(make_workload(), tokens, tp, 1.0)
     assert_allclose(flop, 24 * tokens * h**2 / tp / MATMUL_RATE, rtol=1e-12)
 
 
@@ -129,7 +128,7 @@ def test_layer_gemm_time_is_two_flops_per_weight_and_token_for_gated_gqa_layers(
     attention (GQA: K and V shrink) or MLP (SwiGLU: three matrices)."""
     tokens = 4096.0
     weights = arithmetic.attention_parameters(LLAMA) + arithmetic.dense_mlp_parameters(LLAMA)
-    flop, _ = compute.layer_gemm_time(make_workload(LLAMA), tokens, 1.0, 1.0)
+    flop, _ = gemm.layer_gemm_time(make_workload(LLAMA), tokens, 1.0, 1.0)
     assert_allclose(flop, 2 * tokens * weights / MATMUL_RATE, rtol=1e-12)
 
 
@@ -143,7 +142,7 @@ def test_layer_gemm_time_moe_runs_top_k_experts_and_pads_the_router() -> None:
     attention = 2 * tokens * arithmetic.attention_parameters(model)
     router = 2 * tokens * h * 128  # n = 8 experts padded to 128
     experts = 2 * tokens * moe.top_k * 3 * h * moe.expert_ffn_hidden_size
-    flop, _ = compute.layer_gemm_time(make_workload(model), tokens, 1.0, 1.0)
+    flop, _ = gemm.layer_gemm_time(make_workload(model), tokens, 1.0, 1.0)
     assert_allclose(flop, (attention + router + slowdown * experts) / MATMUL_RATE, rtol=1e-12)
 
 
@@ -252,12 +251,12 @@ def test_gemm_exposed_byte_time_is_the_memory_time_beyond_the_arithmetic() -> No
     """Roofline (Williams et al. 2009): a large square matmul is compute-bound, nothing of
     its operand traffic shows; a skinny one (few tokens) is memory-bound by the difference."""
     w = make_workload()
-    assert compute.gemm_exposed_byte_time(w, 8192, 8192, 8192) == 0.0
+    assert gemm.gemm_exposed_byte_time(w, 8192, 8192, 8192) == 0.0
     m, k, n = 16, 8192, 8192
-    flop = compute.gemm_flop_time(w, m, k, n)
-    byte = compute.gemm_byte_time(w, m, k, n)
+    flop = gemm.gemm_flop_time(w, m, k, n)
+    byte = gemm.gemm_byte_time(w, m, k, n)
     assert byte > flop
-    assert_allclose(compute.gemm_exposed_byte_time(w, m, k, n), byte - flop, rtol=1e-12)
+    assert_allclose(gemm.gemm_exposed_byte_time(w, m, k, n), byte - flop, rtol=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -292,7 +291,7 @@ def test_adapter_gemm_time_pads_the_lora_rank_to_the_tile() -> None:
     """LoRA r = 16 on Q: x A (T x h x r) and (x A) B (T x r x h), r padded to 128."""
     tokens, h, rank = 2048.0, 4096.0, 16.0
     method = MethodConfig(type="lora", rank=16, targets=("q_proj",))
-    flop, byte = compute.adapter_gemm_time(make_workload(method=method), tokens, 1.0, 1.0)
+    flop, byte = gemm.adapter_gemm_time(make_workload(method=method), tokens, 1.0, 1.0)
     assert_allclose(flop, 2 * (2 * tokens * h * 128) / MATMUL_RATE, rtol=1e-12)
     # Each skinny matmul is memory-bound: its traffic beyond its arithmetic shows.
     down = 2 * (tokens * h + h * rank + tokens * rank) / MEMORY_RATE
@@ -315,13 +314,13 @@ def test_adapter_gemm_time_splits_like_the_adapted_matrix(
     matrix's split; r = 16 pads to 128."""
     tokens = 2048.0
     method = MethodConfig(type="lora", rank=16, targets=(target,))
-    flop, _ = compute.adapter_gemm_time(make_workload(LLAMA, method=method), tokens, 2.0, 1.0)
+    flop, _ = gemm.adapter_gemm_time(make_workload(LLAMA, method=method), tokens, 2.0, 1.0)
     expected = (2 * tokens * d_in * 128 + 2 * tokens * 128 * d_out) / MATMUL_RATE
     assert_allclose(flop, expected, rtol=1e-12)
 
 
 def test_adapter_gemm_time_is_zero_for_full_training() -> None:
-    flop, byte = compute.adapter_gemm_time(make_workload(), 2048.0, 1.0, 1.0)
+    flop, byte = gemm.adapter_gemm_time(make_workload(), 2048.0, 1.0, 1.0)
     assert_allclose([flop, byte], 0.0, atol=0)
 
 
@@ -331,9 +330,9 @@ def test_dequantize_time_reads_nf4_and_writes_16_bits_per_weight_under_qlora() -
     qlora = make_workload(method=MethodConfig(type="qlora"))
     nf4_bits = 4 + 8 / 64 + 32 / (64 * 256)  # 4.127: 64-weight blocks, 256-block constants
     expected = weights * (nf4_bits / 8 + 2) / MEMORY_RATE
-    assert_allclose(compute.dequantize_time(qlora, 1.0, 1.0), expected, rtol=1e-12)
+    assert_allclose(gemm.dequantize_time(qlora, 1.0, 1.0), expected, rtol=1e-12)
     lora = make_workload(method=MethodConfig(type="lora"))
-    assert compute.dequantize_time(lora, 1.0, 1.0) == 0.0
+    assert gemm.dequantize_time(lora, 1.0, 1.0) == 0.0
 
 
 @pytest.mark.parametrize(("recipe", "factor"), [("tensorwise", 1.0), ("rowwise", 1.5)])
@@ -343,16 +342,16 @@ def test_fp8_cast_time_transposed_copies_and_weight_casts(recipe: str, factor: f
     tokens, h = 2048.0, 4096.0
     w = make_workload(precision="fp8", fp8_recipe=recipe)
     expected = factor * (2 * tokens * 16 * h + 4 * 12 * h**2) / MEMORY_RATE
-    assert_allclose(compute.fp8_cast_time(w, tokens, 1.0, 1.0), expected, rtol=1e-12)
+    assert_allclose(gemm.fp8_cast_time(w, tokens, 1.0, 1.0), expected, rtol=1e-12)
 
 
 def test_fp8_cast_time_is_zero_outside_fp8_training() -> None:
-    assert compute.fp8_cast_time(make_workload(), 2048.0, 1.0, 1.0) == 0.0
+    assert gemm.fp8_cast_time(make_workload(), 2048.0, 1.0, 1.0) == 0.0
 
 
 def _attention_gemm_flops_per_token(model: ModelConfig, tp: float) -> float:
     one = np.ones(1)
-    shapes = compute.attention_gemm_shapes(model, tp * one, one)
+    shapes = gemm.attention_gemm_shapes(model, tp * one, one)
     return sum(float((2 * rows * k * n * count)[0]) for rows, k, n, count, _ in shapes)
 
 

@@ -10,7 +10,8 @@ import pytest
 from numpy.testing import assert_allclose
 
 from estimator.core import estimate, validate_scenario
-from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import Layouts
 from estimator.core.workload import build_workload
 
 from .scenarios import GPT3_175B, SMALL, scenario

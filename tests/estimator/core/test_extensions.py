@@ -13,8 +13,9 @@ from numpy.testing import assert_allclose
 from estimator.core import ScenarioError, estimate, validate_scenario
 from estimator.core import model as arithmetic
 from estimator.core.calibration import FAMILY_EFFICIENCY, SOFTWARE
-from estimator.core.compute import gemm_flop_time, padded
-from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.gemm import gemm_flop_time, padded
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import Layouts
 from estimator.core.workload import build_workload
 
 from .scenarios import GPT3_175B, SMALL, scenario

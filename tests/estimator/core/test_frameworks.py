@@ -13,8 +13,9 @@ from numpy.testing import assert_allclose
 from estimator.core import ScenarioError, estimate, search, validate_scenario
 from estimator.core.calibration import efficiency_for
 from estimator.core.frameworks import PROFILES, profile_for
-from estimator.core.layout import Layouts, evaluate_layouts
-from estimator.core.search import grid_axes
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import Layouts
+from estimator.core.search_grid import grid_axes
 from estimator.core.workload import build_workload
 
 from .scenarios import GPT3_175B, SMALL, scenario

@@ -9,14 +9,19 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import comms, compute, estimate, layout, memory, validate_scenario
-from estimator.core.layout import (
-    LayoutResults,
-    Layouts,
-    chunked_exposed_time,
-    evaluate_layouts,
-    mcore_buckets,
+from estimator.core import (
+    activations,
+    comms,
+    estimate,
+    gemm,
+    layout_comms,
+    memory,
+    pipeline,
+    validate_scenario,
 )
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import LayoutResults, Layouts
+from estimator.core.layout_comms import chunked_exposed_time, mcore_buckets
 from estimator.core.workload import build_workload
 
 from .scenarios import GPT3_175B, LLAMA3_405B, SMALL, scenario
@@ -131,22 +136,22 @@ def test_llama3_405b_memory_is_the_fullest_stages() -> None:
     assert parsed.parallelism is not None
     assert parsed.parallelism.sequence_parallel  # defaults on with tp > 1
     model = parsed.model
-    per_layer = float(memory.activation_bytes_per_layer(model, 8192.0, 8, True, 0))
+    per_layer = float(activations.activation_bytes_per_layer(model, 8192.0, 8, True, 0))
     logits = 4.0 * 8192 * model.vocab_size / 8  # fp32 logits on the last stage
     expected = {
         "first": 16 * 7 * per_layer,  # 16 micro-batches x 7 layers
         "second": 15 * 8 * per_layer,  # p - 1 = 15 micro-batches x k = 8 layers
         "last": 1 * 7 * per_layer + logits,
     }
-    activations = {
+    held = {
         stage: float(
-            memory.activation_bytes(
+            activations.activation_bytes(
                 model, 8192.0, 8, 16, True, 0, 16, 1, 2.0, 0.0, 4.0, stage=stage
             )
         )
-        for stage in memory.STAGES
+        for stage in pipeline.STAGES
     }
-    assert_allclose(list(activations.values()), list(expected.values()), rtol=1e-12)
+    assert_allclose(list(held.values()), list(expected.values()), rtol=1e-12)
     # The second stage (120 layer-micro-batches) beats the first (112); its weights are
     # 8 layers without an embedding against 7 with one (8 x 3.22 GB > 7 x 3.22 + 2.1 GB).
     result = estimate(LLAMA3_1F1B)
@@ -175,11 +180,11 @@ def test_memory_takes_the_worst_of_first_second_and_last_stage(changes: dict, wo
     m = np.ceil(w.global_batch_size / 128)
     e = w.efficiency
     per_stage = {}
-    for stage in memory.STAGES:
+    for stage in pipeline.STAGES:
         states = memory.model_state_bytes(
             w.model, w.precision, lay.tp, lay.pp, lay.dp, lay.ep, lay.zero_stage, "none", stage
         )
-        acts = memory.activation_bytes(
+        acts = activations.activation_bytes(
             w.model, 8192.0, lay.tp, lay.pp, lay.sequence_parallel, lay.recompute, m,
             lay.virtual_stages, w.activation_bytes, 0.0, e.logits_bytes, stage,
         )  # fmt: skip
@@ -289,7 +294,7 @@ def test_expert_all_to_alls_hide_behind_the_shared_experts() -> None:
     assert workload.framework.shared_expert_overlap
     overlapped, exposed = evaluate(data), _without_shared_expert_overlap(data)
     tokens = 2 * SMALL["model"]["seq_len"]
-    shared = 3 * SMALL["model"]["num_layers"] * compute.shared_expert_time(workload, tokens, 1)
+    shared = 3 * SMALL["model"]["num_layers"] * gemm.shared_expert_time(workload, tokens, 1)
     hidden = overlapped.num_micro_batches * workload.software.overlap * shared
     assert_allclose(exposed.exposed_communication - overlapped.exposed_communication, hidden)
     assert exposed.exposed_communication[0] > hidden[0]  # the all-to-alls outlast them
@@ -307,8 +312,8 @@ def test_without_shared_experts_nothing_hides_the_all_to_alls() -> None:
 def test_shared_expert_time_is_linear_in_the_shared_experts_and_above_their_flops() -> None:
     one, two = (build_workload(validate_scenario(_moe(n))) for n in (1, 2))
     tokens = 4096.0
-    time_one = compute.shared_expert_time(one, tokens, 1)
-    assert_allclose(compute.shared_expert_time(two, tokens, 1), 2 * time_one, rtol=1e-12)
+    time_one = gemm.shared_expert_time(one, tokens, 1)
+    assert_allclose(gemm.shared_expert_time(two, tokens, 1), 2 * time_one, rtol=1e-12)
     # Gate + up (2 h f) and down (f h) matmuls, 2 FLOPs per multiply-add, on every token.
     flops = 2 * tokens * 3 * SMALL["model"]["hidden_size"] * 1408
     assert time_one > flops / one.peak_matmul_flops
@@ -346,9 +351,9 @@ def test_megatron_core_data_parallel_latency_shrinks_with_bigger_buckets() -> No
         parallelism={"tp": 4, "pp": 6, "dp": 484, "micro_batch_size": 1, "zero_stage": 1},
     )
     parsed, layouts, workload, plain = _with_and_without_mcore_ddp(data)
-    params, grads = layout._dp_gather_times(workload, layouts)
-    plain_params, plain_grads = layout._dp_gather_times(plain, layouts)
-    _, latency = layout._group_link(workload, layouts.dp, layouts.tp)
+    params, grads = layout_comms._dp_gather_times(workload, layouts)
+    plain_params, plain_grads = layout_comms._dp_gather_times(plain, layouts)
+    _, latency = layout_comms._group_link(workload, layouts.dp, layouts.tp)
     steps = 483.0
     stage = memory.stage_parameters(parsed.model, 4.0, 6.0, 1.0)[0]
     buckets = mcore_buckets(stage, 484.0, 1.0)
@@ -388,14 +393,14 @@ def test_a_dense_model_pays_the_data_parallel_latency_once() -> None:
     assert parsed.parallelism is not None
     workload = build_workload(parsed)
     layouts = Layouts.single(parsed.parallelism)
-    bandwidth, latency = layout._group_link(workload, layouts.dp, layouts.tp)
+    bandwidth, latency = layout_comms._group_link(workload, layouts.dp, layouts.tp)
     params = memory.stage_parameters(parsed.model, 1.0, 1.0, 1.0)[0]
     gradient_bytes = memory.bytes_per_parameter(workload.precision, workload.optimizer, False)[1]
     collectives = parsed.model.num_layers + 1.0
     expected = comms.reduce_scatter_time(
         params * gradient_bytes, 16.0, bandwidth, latency * collectives
     )
-    _, grads = layout._dp_gather_times(workload, layouts)
+    _, grads = layout_comms._dp_gather_times(workload, layouts)
     assert_allclose(grads, expected, rtol=1e-12)
 
 

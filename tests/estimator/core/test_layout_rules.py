@@ -15,16 +15,16 @@ from hypothesis import strategies as st
 
 from estimator.core import ScenarioError, validate_scenario
 from estimator.core import layout_rules as rules
-from estimator.core.estimate import estimate_scenario
+from estimator.core.explicit import estimate_scenario
 from estimator.core.frameworks import PROFILES
 from estimator.core.scenario import ParallelismConfig, Scenario
-from estimator.core.search import (
+from estimator.core.search_grid import (
     AXES,
     _structural_reasons,
-    _structural_slice,
     grid_axes,
     grid_size,
     layout_config,
+    structural_slice,
 )
 from estimator.core.validation import check_framework, check_layout
 
@@ -173,7 +173,7 @@ def validator_refuses(parsed: Scenario, layout: ParallelismConfig) -> ScenarioEr
 @pytest.mark.parametrize("name", sorted(SEARCHED))
 def test_every_layout_the_search_keeps_validates(name: str) -> None:
     parsed = validate_scenario(SEARCHED[name])
-    kept = _structural_slice(parsed, 0, grid_size(parsed))
+    kept = structural_slice(parsed, 0, grid_size(parsed))
     assert len(kept.flat_index) > 0
     for row in range(len(kept.flat_index)):
         layout = layout_config(kept.columns, row)
@@ -189,7 +189,7 @@ def test_search_keeps_no_layout_estimate_warns_about(name: str) -> None:
     """The estimate's warnings for Megatron-LM's stricter rules never fire on a layout the
     search keeps (uneven splits and cross-node tp are kept, and warned about, on purpose)."""
     parsed = validate_scenario(SEARCHED[name])
-    kept = _structural_slice(parsed, 0, grid_size(parsed))
+    kept = structural_slice(parsed, 0, grid_size(parsed))
     rows = np.random.default_rng(3).choice(len(kept.flat_index), size=25, replace=False)
     for row in rows:
         layout = layout_config(kept.columns, int(row))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from estimator.core import ScenarioError, estimate
-from estimator.core.estimate import schedule_of
+from estimator.core.explicit import schedule_of
 from estimator.core.levers import levers
 from estimator.core.montecarlo import MEASURED_EFFICIENCY_SIGMA, monte_carlo
 from estimator.core.presets import preset_scenario

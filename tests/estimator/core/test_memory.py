@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import memory
+from estimator.core import activations, memory, pipeline
 from estimator.core import model as arithmetic
 
 from .test_model import GPT3, config
@@ -19,7 +19,7 @@ S, B, H, A = 2048, 4, 12288, 96  # Korthikanti et al. 2022 notation: s, b, h, a
 
 def per_layer(tp: int, sp: bool, recompute: int, flash: bool = False) -> float:
     return float(
-        memory.activation_bytes_per_layer(
+        activations.activation_bytes_per_layer(
             GPT3, S * B, tp, sp, recompute, bytes_per_value=2.0, flash_attention=flash, dropout=True
         )
     )
@@ -97,18 +97,18 @@ def test_model_state_bytes_fp32_is_16_bytes_per_parameter() -> None:
 def test_micro_batches_in_flight_1f1b_and_interleaved() -> None:
     # Narayanan et al. 2021: 1F1B keeps min(p, m); Korthikanti et al. 2022, section 4.2.3:
     # interleaving keeps p (1 + (p - 1) / (p v)).
-    assert_allclose(memory.micro_batches_in_flight(8, 64, 1), 8)
-    assert_allclose(memory.micro_batches_in_flight(8, 4, 1), 4)
-    assert_allclose(memory.micro_batches_in_flight(8, 64, 4), 8 * (1 + 7 / 32), rtol=1e-12)
-    assert_allclose(memory.micro_batches_in_flight(1, 64, 1), 1)
+    assert_allclose(activations.micro_batches_in_flight(8, 64, 1), 8)
+    assert_allclose(activations.micro_batches_in_flight(8, 4, 1), 4)
+    assert_allclose(activations.micro_batches_in_flight(8, 64, 4), 8 * (1 + 7 / 32), rtol=1e-12)
+    assert_allclose(activations.micro_batches_in_flight(1, 64, 1), 1)
 
 
 def test_activation_bytes_pipeline_first_stage_holds_all_layers() -> None:
     # With 1F1B and m >= p the first stage holds p micro-batches x l/p layers = l layers.
     tokens = np.array(2048.0)
-    one_stage = memory.activation_bytes(GPT3, tokens, 8, 1, True, 1, 1, 1)
-    logits = memory.logits_bytes(GPT3, tokens, 8)
-    eight = memory.activation_bytes(GPT3, tokens, 8, 8, True, 1, 64, 1)
+    one_stage = activations.activation_bytes(GPT3, tokens, 8, 1, True, 1, 1, 1)
+    logits = activations.logits_bytes(GPT3, tokens, 8)
+    eight = activations.activation_bytes(GPT3, tokens, 8, 8, True, 1, 64, 1)
     assert_allclose(eight, one_stage - logits, rtol=1e-12)
 
 
@@ -119,11 +119,11 @@ def test_allowance_bytes_fixed_plus_fragmentation() -> None:
 def test_activation_bytes_per_layer_without_dropout_is_32_sbh() -> None:
     # No dropout (modern LLMs): the two 1-byte masks per token go, 34 -> 32 s b h / t.
     t = 8
-    stored = memory.activation_bytes_per_layer(GPT3, S * B, t, True, 1)
+    stored = activations.activation_bytes_per_layer(GPT3, S * B, t, True, 1)
     assert_allclose(stored, S * B * H * 32 / t, rtol=1e-12)
 
 
-# Uneven pipeline splits (memory.pipeline_split): k = ceil(l / p) layers on the middle
+# Uneven pipeline splits (pipeline.pipeline_split): k = ceil(l / p) layers on the middle
 # stages; the d = p k - l missing layers come off the first (ceil(d / 2)) and the last
 # (floor(d / 2)) stage.
 
@@ -142,13 +142,13 @@ def test_activation_bytes_per_layer_without_dropout_is_32_sbh() -> None:
 def test_pipeline_split_published_examples(
     layers: int, stages: int, expected: tuple[int, int, int]
 ) -> None:
-    split = memory.pipeline_split(layers, stages)
+    split = pipeline.pipeline_split(layers, stages)
     assert tuple(float(x) for x in split) == expected
 
 
 def _split_total(layers: int, stages: int) -> float:
-    """Layers held by all ``stages`` stages of :func:`memory.pipeline_split`."""
-    first, middle, last = (float(x) for x in memory.pipeline_split(layers, stages))
+    """Layers held by all ``stages`` stages of :func:`pipeline.pipeline_split`."""
+    first, middle, last = (float(x) for x in pipeline.pipeline_split(layers, stages))
     if stages == 1:
         return first
     return first + (stages - 2) * middle + last
@@ -163,7 +163,7 @@ def test_pipeline_split_sums_to_num_layers_when_at_most_two_are_missing() -> Non
             if stages * k - layers > 2:
                 continue
             assert _split_total(layers, stages) == layers, (layers, stages)
-            first, middle, last = memory.pipeline_split(layers, stages)
+            first, middle, last = pipeline.pipeline_split(layers, stages)
             assert 1 <= first <= middle
             assert 1 <= last <= middle
 
@@ -171,7 +171,7 @@ def test_pipeline_split_sums_to_num_layers_when_at_most_two_are_missing() -> Non
 def test_pipeline_split_sums_to_num_layers_where_the_ends_absorb_the_deficit() -> None:
     # Any 1 <= p <= l whose d = p k - l missing layers fit on the two ends (d <= 2 (k - 1)):
     # the stages together hold exactly the model's l layers, each at least one, the middle
-    # ones k = ceil(l / p). The search only tries such p (search._pp_candidates).
+    # ones k = ceil(l / p). The search only tries such p (search_grid._pp_candidates).
     wrong = [
         (layers, stages, _split_total(layers, stages))
         for layers in range(1, 257)
@@ -185,13 +185,13 @@ def test_pipeline_split_sums_to_num_layers_where_the_ends_absorb_the_deficit() -
 def test_pipeline_split_clamps_the_ends_at_one_layer() -> None:
     # 12 layers on 8 stages: k = 2, d = 4 > 2 (k - 1); the ends keep one layer each and the
     # busiest stages k: the bound memory and time use (an explicit layout may ask for it).
-    first, middle, last = memory.pipeline_split(12, np.array([8.0]))
+    first, middle, last = pipeline.pipeline_split(12, np.array([8.0]))
     assert (float(first[0]), float(middle[0]), float(last[0])) == (1.0, 2.0, 1.0)
 
 
 def test_pipeline_split_vectorises_over_stage_counts() -> None:
     stages = np.array([1.0, 8.0, 16.0])
-    first, middle, last = memory.pipeline_split(126, stages)
+    first, middle, last = pipeline.pipeline_split(126, stages)
     assert_allclose(first, [126, 15, 7])  # 126 / 8: k = 16, d = 2, one off each end
     assert_allclose(middle, [126, 16, 8])
     assert_allclose(last, [126, 15, 7])
@@ -207,14 +207,14 @@ def test_stage_layers_and_index(stage: str, expected: tuple[int, ...]) -> None:
     layers = [126, 126, 81, 126]
     stages = [1, 16, 2, 16]
     got = tuple(
-        float(memory.stage_layers(n, p, stage)) for n, p in zip(layers, stages, strict=True)
+        float(pipeline.stage_layers(n, p, stage)) for n, p in zip(layers, stages, strict=True)
     )
     assert got == expected
     assert_allclose(
-        memory.stage_index(stage, np.array([1.0, 2.0, 16.0])),
+        pipeline.stage_index(stage, np.array([1.0, 2.0, 16.0])),
         {"first": [0, 0, 0], "second": [0, 1, 1], "last": [0, 1, 15]}[stage],
     )
-    assert memory.STAGES == ("first", "second", "last")
+    assert pipeline.STAGES == ("first", "second", "last")
 
 
 def megatron_in_flight(p: int, m: int, v: int, rank: int) -> float:
@@ -239,7 +239,7 @@ def test_micro_batches_in_flight_matches_megatron_warmup_count() -> None:
             for m in (1, 2, p, 2 * p + 1, 64):
                 for rank in range(p):
                     expected = megatron_in_flight(p, m, v, rank)
-                    got = float(memory.micro_batches_in_flight(p, m, v, rank))
+                    got = float(activations.micro_batches_in_flight(p, m, v, rank))
                     assert_allclose(got, expected, rtol=1e-12, err_msg=f"{p=} {v=} {m=} {rank=}")
 
 
@@ -247,13 +247,13 @@ def test_micro_batches_in_flight_per_rank_formulas() -> None:
     # 1F1B: rank i holds p - i; interleaved: p + (p - 1 - 2 i) / v (m large).
     p, m = 16, 1024
     ranks = np.arange(p, dtype=float)
-    assert_allclose(memory.micro_batches_in_flight(p, m, 1, ranks), p - ranks)
+    assert_allclose(activations.micro_batches_in_flight(p, m, 1, ranks), p - ranks)
     assert_allclose(
-        memory.micro_batches_in_flight(p, m, 4, ranks), p + (p - 1 - 2 * ranks) / 4, rtol=1e-12
+        activations.micro_batches_in_flight(p, m, 4, ranks), p + (p - 1 - 2 * ranks) / 4, rtol=1e-12
     )
     # Never more than the step's micro-batches; no pipeline keeps one.
-    assert_allclose(memory.micro_batches_in_flight(p, 5, 1, ranks), np.minimum(p - ranks, 5))
-    assert_allclose(memory.micro_batches_in_flight(1, 64, 1, 0), 1)
+    assert_allclose(activations.micro_batches_in_flight(p, 5, 1, ranks), np.minimum(p - ranks, 5))
+    assert_allclose(activations.micro_batches_in_flight(1, 64, 1, 0), 1)
 
 
 LLAMA3_405B_MODEL = config(
@@ -273,11 +273,12 @@ def test_activation_bytes_per_stage_uneven_split() -> None:
     # sequence: the first stage holds 16 micro-batches x 7 layers, the second 15 x 8, the
     # last 1 x 7 plus the fp32 logits 4 s b V / t.
     tokens, tp, pp, m = 8192.0, 8, 16, 16
-    per_layer = float(memory.activation_bytes_per_layer(LLAMA3_405B_MODEL, tokens, tp, True, 0))
+    layer = activations.activation_bytes_per_layer(LLAMA3_405B_MODEL, tokens, tp, True, 0)
+    per_layer = float(layer)
 
     def stage(name: str) -> float:
         return float(
-            memory.activation_bytes(
+            activations.activation_bytes(
                 LLAMA3_405B_MODEL, tokens, tp, pp, True, 0, m, 1, 2.0, stage=name
             )
         )
@@ -290,11 +291,11 @@ def test_activation_bytes_per_stage_uneven_split() -> None:
 
 def test_activation_bytes_logits_only_on_the_last_stage_or_without_pipeline() -> None:
     tokens = 2048.0
-    logits = float(memory.logits_bytes(GPT3, tokens, 8))
-    per_layer = float(memory.activation_bytes_per_layer(GPT3, tokens, 8, True, 1))
-    alone = memory.activation_bytes(GPT3, tokens, 8, 1, True, 1, 8, 1, stage="first")
+    logits = float(activations.logits_bytes(GPT3, tokens, 8))
+    per_layer = float(activations.activation_bytes_per_layer(GPT3, tokens, 8, True, 1))
+    alone = activations.activation_bytes(GPT3, tokens, 8, 1, True, 1, 8, 1, stage="first")
     assert_allclose(alone, 96 * per_layer + logits, rtol=1e-12)
-    last = memory.activation_bytes(GPT3, tokens, 8, 8, True, 1, 64, 1, stage="last")
+    last = activations.activation_bytes(GPT3, tokens, 8, 8, True, 1, 64, 1, stage="last")
     assert_allclose(last, 12 * per_layer + logits, rtol=1e-12)
 
 
@@ -316,7 +317,7 @@ def test_stage_parameters_ends_hold_the_embeddings() -> None:
         assert_allclose(expert, 0.0)
     # Summed over the 16 stages: every layer once, two embedding matrices (untied).
     first, middle, last = (
-        float(memory.stage_parameters(LLAMA3_405B_MODEL, tp, pp, 1, s)[0]) for s in memory.STAGES
+        float(memory.stage_parameters(LLAMA3_405B_MODEL, tp, pp, 1, s)[0]) for s in pipeline.STAGES
     )
     total = (first + 14 * middle + last) * tp
     assert_allclose(total, arithmetic.total_parameters(LLAMA3_405B_MODEL), rtol=1e-6)
@@ -333,7 +334,7 @@ def test_mla_activations_keep_the_heads_split_and_the_latents_whole() -> None:
 
     def per_layer(**mla: int) -> float:
         model = dataclasses.replace(DEEPSEEK_V2, mla=dataclasses.replace(DEEPSEEK_V2_MLA, **mla))
-        return float(memory.activation_bytes_per_layer(model, tokens, tp, True, 0))
+        return float(activations.activation_bytes_per_layer(model, tokens, tp, True, 0))
 
     base = per_layer()
     assert_allclose(per_layer(kv_lora_rank=512 + 64) - base, tokens * 2 * 64, rtol=1e-12)

@@ -13,7 +13,8 @@ from numpy.testing import assert_allclose
 
 from estimator.core import estimate, load_catalog, validate_scenario
 from estimator.core.constants import SECONDS_PER_DAY
-from estimator.core.layout import LayoutResults, Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import LayoutResults, Layouts
 from estimator.core.memory import GIB
 from estimator.core.wholerun import START_UP_S
 from estimator.core.workload import build_workload

@@ -12,16 +12,16 @@ from numpy.testing import assert_allclose
 
 from estimator.core import ScenarioError, estimate, merge_search_results, search, search_chunk
 from estimator.core.compare import SHAPE_KEYS
-from estimator.core.estimate import estimate_scenario
+from estimator.core.explicit import estimate_scenario
 from estimator.core.layout import evaluate_layouts
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig
-from estimator.core.search import (
-    _structural_slice,
+from estimator.core.search_grid import (
     grid_axes,
     grid_size,
     layout_config,
     layouts_from_columns,
+    structural_slice,
 )
 from estimator.core.validation import validate_scenario
 from estimator.core.workload import build_workload
@@ -45,7 +45,7 @@ def without_timing(result: dict[str, Any]) -> dict[str, Any]:
 
 def test_search_agrees_with_estimate_on_random_layouts() -> None:
     parsed = validate_scenario(GPT3_AUTO)
-    part = _structural_slice(parsed, 0, grid_size(parsed))
+    part = structural_slice(parsed, 0, grid_size(parsed))
     rows = np.random.default_rng(7).choice(len(part.flat_index), size=40, replace=False)
     columns = {k: v[rows] for k, v in part.columns.items()}
     arrays = evaluate_layouts(build_workload(parsed), layouts_from_columns(columns))
@@ -75,7 +75,7 @@ def test_search_counts_add_up() -> None:
 
 def test_search_best_matches_every_fitting_layout() -> None:
     parsed = validate_scenario(SMALL_AUTO)
-    part = _structural_slice(parsed, 0, grid_size(parsed))
+    part = structural_slice(parsed, 0, grid_size(parsed))
     best = search(SMALL_AUTO, top_k=1)["results"][0]
     w = build_workload(parsed)
     r = evaluate_layouts(w, layouts_from_columns(part.columns))
@@ -166,7 +166,7 @@ def test_auto_picks_pp_16_for_a_126_layer_model() -> None:
 
 def test_interleaving_needs_v_to_divide_k_with_at_most_two_layers_missing() -> None:
     parsed = validate_scenario(LLAMA3_AUTO)
-    part = _structural_slice(parsed, 0, grid_size(parsed))
+    part = structural_slice(parsed, 0, grid_size(parsed))
     cols = part.columns
     interleaved = cols["virtual_stages"] > 1
     k = -(-126 // cols["pp"])
@@ -183,7 +183,7 @@ def test_interleaving_needs_v_to_divide_k_with_at_most_two_layers_missing() -> N
 def test_search_keeps_only_layouts_within_usable_memory() -> None:
     parsed = validate_scenario(GPT3_AUTO)
     w = build_workload(parsed)
-    part = _structural_slice(parsed, 0, grid_size(parsed))
+    part = structural_slice(parsed, 0, grid_size(parsed))
     r = evaluate_layouts(w, layouts_from_columns(part.columns))
     over = int(np.count_nonzero(r.total_memory > w.usable_memory))
     found = search(GPT3_AUTO, top_k=10)

@@ -12,7 +12,8 @@ from numpy.testing import assert_allclose
 
 from estimator.core import load_catalog, validate_scenario
 from estimator.core.calibration import Efficiency
-from estimator.core.layout import Layouts, evaluate_layouts
+from estimator.core.layout import evaluate_layouts
+from estimator.core.layout_arrays import Layouts
 from estimator.core.memory import GIB
 from estimator.core.workload import (
     activation_bytes_for,
