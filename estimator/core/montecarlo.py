@@ -34,7 +34,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from estimator.core import finetune
+from estimator.core import finetune, schema
 from estimator.core._types import FloatArray
 from estimator.core.calibration import family_sigma
 from estimator.core.constants import HOURS_PER_DAY, SECONDS_PER_DAY
@@ -60,10 +60,18 @@ MEASURED_EFFICIENCY_SIGMA = 0.05
 MAX_SAMPLES = 2_000_000
 
 Range = tuple[float, float]
-#: Accepted (low, high) bounds of each uniform range, as in ``margins`` validation.
+
+
+def _margin_limits(name: str) -> tuple[float, float]:
+    """The bounds of ``margins.<name>`` in the scenario schema."""
+    margin = schema.key(f"margins.{name}")
+    return float(margin.minimum or 0.0), float(margin.maximum or math.inf)
+
+
+#: Accepted (low, high) bounds of each uniform range: the margins' as the schema has them.
 _RANGE_LIMITS: dict[str, tuple[float, float]] = {
-    "framework_overhead": (0.0, 10.0),
-    "network_jitter": (0.0, 10.0),
+    "framework_overhead": _margin_limits("framework_overhead"),
+    "network_jitter": _margin_limits("network_jitter"),
     "restart_s": (0.0, SECONDS_PER_DAY),
     "utilisation": (0.0, 1.0),
 }
