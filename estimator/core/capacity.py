@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from estimator.core.catalog import load_catalog
+from estimator.core.costing import cost_of
 from estimator.core.errors import ScenarioError
 from estimator.core.search import search
 
@@ -147,7 +148,7 @@ def priced_point(point: Mapping[str, Any], price_per_gpu_hour: float) -> dict[st
     return {
         **point,
         "price_per_gpu_hour": price_per_gpu_hour,
-        "cost": point["gpu_hours"] * price_per_gpu_hour,
+        "cost": cost_of(point["gpu_hours"], price_per_gpu_hour),
     }
 
 
