@@ -92,8 +92,11 @@ class Uncertainty:
         Uniform range of the fraction added to the step time; None (default) samples the
         scenario's own ``margins.framework_overhead`` +- :data:`MARGIN_SPREAD`. [1]
     network_jitter : (float, float), optional
-        Uniform range of the fraction added to critical-path communication; None (default)
-        samples the scenario's ``margins.network_jitter`` +- :data:`MARGIN_SPREAD`. [1]
+        Uniform range of the fraction the network adds to the whole margin-free step, not
+        to communication alone, times the cluster's jitter scale
+        (:func:`~estimator.core.workload.network_jitter_scale`: 0 in one node, 1 at 1,024
+        devices, at most 2); None (default) samples the scenario's
+        ``margins.network_jitter`` +- :data:`MARGIN_SPREAD`. [1]
     efficiency_sigma : float, optional
         Log-sd of the achieved-efficiency factor (lognormal, median 1) that divides the
         throughput; None (default) takes the family's out-of-sample error
@@ -307,7 +310,8 @@ def step_time(
     framework_overhead : numeric
         o, the fraction added to the step time. [1]
     network_jitter : numeric
-        j, the fraction added to critical-path communication. [1]
+        j, the fraction added to the whole step (not to communication alone), paid times
+        the cluster's ``jitter_scale``. [1]
 
     Returns
     -------
