@@ -1,5 +1,6 @@
 """Command line: ``python -m estimator estimate [--uncertainty] FILE|-``, ``search FILE|-
-[--top K] [--objective time|cost]``, ``levers FILE|-`` and ``catalog``.
+[--top K] [--objective time|cost]``, ``levers FILE|-``, ``catalog`` and ``schema-docs
+[--write]`` (docs/scenario-keys.md from the scenario schema).
 
 Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
 stdout then.
@@ -17,6 +18,7 @@ from estimator.core import ScenarioError, estimate, load_catalog, search
 from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import estimate_with_uncertainty
+from estimator.core.schema_docs import DOC_PATH, render
 
 EXIT_BAD_INPUT = 2
 NESTED_TOO_DEEPLY = "not valid JSON: nested too deeply"
@@ -81,6 +83,15 @@ def _catalog() -> int:
     return 0
 
 
+def _schema_docs(write: bool) -> int:
+    """The scenario keys page on stdout, or written over docs/scenario-keys.md."""
+    if write:
+        DOC_PATH.write_text(render(), encoding="utf-8")
+    else:
+        sys.stdout.write(render())
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m estimator", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -98,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         "levers", help="single changes that save time or money (JSON file or '-')"
     )
     lever.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
+    docs = commands.add_parser("schema-docs", help="docs/scenario-keys.md from the schema")
+    docs.add_argument("--write", action="store_true", help=f"write it over {DOC_PATH.name}")
     args = parser.parse_args(argv)
     try:
         return _command(args)
@@ -114,6 +127,8 @@ def _command(args: argparse.Namespace) -> int:
         return _estimate(args.scenario, args.uncertainty, args.seed, args.samples)
     if args.command == "levers":
         return _levers(args.scenario)
+    if args.command == "schema-docs":
+        return _schema_docs(args.write)
     return _catalog()
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
+from estimator.core import costing
 from pricing.services.quotes import HOURS_PER_MONTH
 
 CENT = Decimal("0.01")
@@ -51,11 +52,12 @@ def commitment_minimum(
 def cost_of(
     gpu_hours: float | Decimal, price_per_gpu_hour: Decimal, minimum_spend: Decimal | None
 ) -> Decimal:
-    """``gpu_hours x price`` rounded to the cent, never less than ``minimum_spend``: what a
-    run costs, and what the capacity planner charges an option (the same function)."""
+    """``gpu_hours x price`` (the core's rule, :func:`estimator.core.costing.cost_of`) in
+    Decimal, rounded to the cent, never less than ``minimum_spend``: what a run costs, and
+    what the capacity planner charges an option (the same function)."""
     hours = gpu_hours if isinstance(gpu_hours, Decimal) else _decimal(gpu_hours)
     floor = money(minimum_spend) if minimum_spend is not None else Decimal(0)
-    return max(money(hours * price_per_gpu_hour), floor)
+    return max(money(costing.cost_of(hours, price_per_gpu_hour)), floor)
 
 
 @dataclass(frozen=True)

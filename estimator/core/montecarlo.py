@@ -34,7 +34,7 @@ from typing import Any, cast
 import numpy as np
 import numpy.typing as npt
 
-from estimator.core import finetune
+from estimator.core import finetune, schema
 from estimator.core._types import FloatArray
 from estimator.core.calibration import family_sigma
 from estimator.core.constants import HOURS_PER_DAY, SECONDS_PER_DAY
@@ -60,10 +60,18 @@ MEASURED_EFFICIENCY_SIGMA = 0.05
 MAX_SAMPLES = 2_000_000
 
 Range = tuple[float, float]
-#: Accepted (low, high) bounds of each uniform range, as in ``margins`` validation.
+
+
+def _margin_limits(name: str) -> tuple[float, float]:
+    """The bounds of ``margins.<name>`` in the scenario schema."""
+    margin = schema.key(f"margins.{name}")
+    return float(margin.minimum or 0.0), float(margin.maximum or math.inf)
+
+
+#: Accepted (low, high) bounds of each uniform range: the margins' as the schema has them.
 _RANGE_LIMITS: dict[str, tuple[float, float]] = {
-    "framework_overhead": (0.0, 10.0),
-    "network_jitter": (0.0, 10.0),
+    "framework_overhead": _margin_limits("framework_overhead"),
+    "network_jitter": _margin_limits("network_jitter"),
     "restart_s": (0.0, SECONDS_PER_DAY),
     "utilisation": (0.0, 1.0),
 }
@@ -84,8 +92,11 @@ class Uncertainty:
         Uniform range of the fraction added to the step time; None (default) samples the
         scenario's own ``margins.framework_overhead`` +- :data:`MARGIN_SPREAD`. [1]
     network_jitter : (float, float), optional
-        Uniform range of the fraction added to critical-path communication; None (default)
-        samples the scenario's ``margins.network_jitter`` +- :data:`MARGIN_SPREAD`. [1]
+        Uniform range of the fraction the network adds to the whole margin-free step, not
+        to communication alone, times the cluster's jitter scale
+        (:func:`~estimator.core.workload.network_jitter_scale`: 0 in one node, 1 at 1,024
+        devices, at most 2); None (default) samples the scenario's
+        ``margins.network_jitter`` +- :data:`MARGIN_SPREAD`. [1]
     efficiency_sigma : float, optional
         Log-sd of the achieved-efficiency factor (lognormal, median 1) that divides the
         throughput; None (default) takes the family's out-of-sample error
@@ -299,7 +310,8 @@ def step_time(
     framework_overhead : numeric
         o, the fraction added to the step time. [1]
     network_jitter : numeric
-        j, the fraction added to critical-path communication. [1]
+        j, the fraction added to the whole step (not to communication alone), paid times
+        the cluster's ``jitter_scale``. [1]
 
     Returns
     -------

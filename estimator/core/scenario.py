@@ -1,6 +1,8 @@
 """Typed, validated scenario (format version 1, see the scenario-format contract).
 
 Frozen dataclasses only; :mod:`estimator.core.validation` builds them from the JSON dict.
+Their defaults are the scenario schema's (:mod:`estimator.core.schema`), which also holds
+the allowed values of the choice keys (re-exported here).
 """
 
 from __future__ import annotations
@@ -8,30 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from estimator.core.catalog import AcceleratorSpec
-
-RECOMPUTE_MODES = ("none", "selective", "full")
-PIPELINE_SCHEDULES = ("1f1b", "interleaved")
-#: "fp32" is true FP32 matmuls; "tf32" keeps FP32 storage with TF32 tensor-core matmuls.
-TRAINING_PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
-#: fp8 scaling granularity: one scale per tensor (Transformer Engine delayed or current
-#: scaling), per row (torchao rowwise) or per block of 32-128 values (MXFP8, DeepSeek-style).
-FP8_RECIPES = ("tensorwise", "rowwise", "blockwise")
-#: What lives in host memory instead of the accelerator's (ZeRO-Offload, FSDP CPU offload).
-OFFLOAD_MODES = ("none", "optimizer", "optimizer_and_params")
-#: ``training.method.type``: every weight trained, or low-rank adapters on frozen weights
-#: (LoRA, Hu et al. 2021) over 16-bit or 4-bit NF4 base weights (QLoRA, Dettmers et al. 2023).
-METHOD_TYPES = ("full", "lora", "qlora")
-#: Weight matrices LoRA adapts: the attention projections (Q, K, V, O), the MLP's (gate,
-#: up, down), or single projections by their Hugging Face names.
-LORA_TARGETS = (
-    "attention", "mlp", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-    "down_proj",
-)  # fmt: skip
-#: Targets when none are given: every linear layer of the blocks.
-DEFAULT_LORA_TARGETS = ("attention", "mlp")
-#: ``training.optimizer``: AdamW, 8-bit AdamW (bitsandbytes), Adafactor, SGD with momentum,
-#: Lion.
-OPTIMIZERS = ("adamw", "adamw8bit", "adafactor", "sgd", "lion")
+from estimator.core.schema import CAPACITY_CHOICES as CAPACITY_CHOICES
+from estimator.core.schema import DEFAULT_LORA_TARGETS as DEFAULT_LORA_TARGETS
+from estimator.core.schema import FP8_RECIPES as FP8_RECIPES
+from estimator.core.schema import LORA_TARGETS as LORA_TARGETS
+from estimator.core.schema import METHOD_TYPES as METHOD_TYPES
+from estimator.core.schema import OFFLOAD_MODES as OFFLOAD_MODES
+from estimator.core.schema import OPTIMIZERS as OPTIMIZERS
+from estimator.core.schema import PIPELINE_SCHEDULES as PIPELINE_SCHEDULES
+from estimator.core.schema import RECOMPUTE_MODES as RECOMPUTE_MODES
+from estimator.core.schema import TRAINING_PRECISIONS as TRAINING_PRECISIONS
+from estimator.core.schema import default
 
 
 @dataclass(frozen=True)
@@ -41,10 +30,10 @@ class MoEConfig:
     num_experts: int
     top_k: int
     expert_ffn_hidden_size: int
-    num_shared_experts: int = 0
-    moe_layer_every: int = 1
+    num_shared_experts: int = default("model.moe.num_shared_experts")
+    moe_layer_every: int = default("model.moe.moe_layer_every")
     #: Leading layers that keep a dense MLP (DeepSeek's first_k_dense_replace). [layers]
-    first_dense_layers: int = 0
+    first_dense_layers: int = default("model.moe.first_dense_layers")
 
 
 @dataclass(frozen=True)
@@ -62,7 +51,7 @@ class MLAConfig:
     qk_nope_head_dim: int
     qk_rope_head_dim: int
     v_head_dim: int
-    q_lora_rank: int = 0
+    q_lora_rank: int = default("model.mla.q_lora_rank")
 
     @property
     def latent_width(self) -> int:
@@ -143,14 +132,14 @@ class MethodConfig:
     weight and train rank-``rank`` adapters on the ``targets`` matrices.
     """
 
-    type: str = "full"
-    rank: int = 16
-    targets: tuple[str, ...] = DEFAULT_LORA_TARGETS
-    frozen_layers: int = 0
-    frozen_embeddings: bool = False
+    type: str = default("training.method.type")
+    rank: int = default("training.method.rank")
+    targets: tuple[str, ...] = default("training.method.targets")
+    frozen_layers: int = default("training.method.frozen_layers")
+    frozen_embeddings: bool = default("training.method.frozen_embeddings")
     #: Dropout on the adapter branch (LoRA's lora_dropout); above 0 it stores a copy of
     #: each adapter's input. [1]
-    dropout: float = 0.0
+    dropout: float = default("training.method.dropout")
 
     @property
     def adapters(self) -> bool:
@@ -187,13 +176,13 @@ class TrainingConfig:
     tokens: float
     global_batch_size: int
     precision: str
-    fp8_recipe: str = "tensorwise"
-    offload: str = "none"
+    fp8_recipe: str = default("training.fp8_recipe")
+    offload: str = default("training.offload")
     method: MethodConfig = field(default_factory=MethodConfig)
-    optimizer: str = "adamw"
+    optimizer: str = default("training.optimizer")
     #: Mixed precision keeps an fp32 master copy and fp32 optimizer moments; False is pure
     #: 16-bit training (weights, gradients and moments all 16-bit).
-    master_weights: bool = True
+    master_weights: bool = default("training.master_weights")
 
 
 @dataclass(frozen=True)
@@ -205,7 +194,7 @@ class ClusterConfig:
     gpus_per_node: int
     spec: AcceleratorSpec
     #: TPU slices joined over the data-centre network (multislice); 1 for GPUs.
-    num_slices: int = 1
+    num_slices: int = default("cluster.num_slices")
 
 
 @dataclass(frozen=True)
@@ -218,14 +207,14 @@ class ParallelismConfig:
     micro_batch_size: int
     zero_stage: int
     recompute: str
-    cp: int = 1
-    ep: int = 1
+    cp: int = default("parallelism.cp")
+    ep: int = default("parallelism.ep")
     sequence_parallel: bool = False
-    pipeline_schedule: str = "1f1b"
-    virtual_stages: int = 1
+    pipeline_schedule: str = default("parallelism.pipeline_schedule")
+    virtual_stages: int = default("parallelism.virtual_stages")
     #: Saved activations are copied to host memory and back (MaxText offload remat policies,
     #: Megatron activation offloading), overlapped with compute.
-    activation_offload: bool = False
+    activation_offload: bool = default("parallelism.activation_offload")
 
     def as_dict(self) -> dict[str, object]:
         """The layout in the contract's ``parallelism`` shape.
@@ -256,12 +245,8 @@ class ParallelismConfig:
 class Margins:
     """Safety margins (``margins``); the defaults are the project's documented ones."""
 
-    framework_overhead: float = 0.10
-    network_jitter: float = 0.05
-
-
-#: Capacity a run is bought as: spot capacity adds preemptions to the whole run.
-CAPACITY_CHOICES = ("dedicated", "spot")
+    framework_overhead: float = default("margins.framework_overhead")
+    network_jitter: float = default("margins.network_jitter")
 
 
 @dataclass(frozen=True)
@@ -271,7 +256,7 @@ class RunSettings:
     ``None`` takes the estimator's default (:mod:`estimator.core.wholerun`).
     """
 
-    capacity: str = "dedicated"
+    capacity: str = default("run.capacity")
     #: Evaluation as a share of training time. [1]
     evaluation_fraction: float | None = None
     #: Share of the allocation held but not training. [1]
@@ -289,7 +274,7 @@ class Scenario:
     margins: Margins = field(default_factory=Margins)
     format_version: int = 1
     #: Framework profile id (:mod:`estimator.core.frameworks`); "auto" picks the family's.
-    framework: str = "auto"
+    framework: str = default("framework")
     run: RunSettings = field(default_factory=RunSettings)
     #: When ``framework`` was resolved from "auto": the later candidates that also run the
     #: scenario, in order; the layout search moves on to them while no layout fits.

@@ -31,6 +31,7 @@ import numpy as np
 from estimator.core import finetune
 from estimator.core._types import FloatArray
 from estimator.core.constants import HOURS_PER_DAY, SECONDS_PER_DAY
+from estimator.core.costing import cost_of
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import estimate
 from estimator.core.goodput import FAILURES_PER_DEVICE_HOUR
@@ -241,7 +242,7 @@ def sensitivity(
         columns[key][2 * index + 1] = ranges[key][0]
         columns[key][2 * index + 2] = ranges[key][2]
     days, gpu_hours = _evaluate(valid, result, columns)
-    cost = gpu_hours * columns["price"]
+    cost = cost_of(gpu_hours, columns["price"])
 
     inputs: list[dict[str, Any]] = []
     for index, (key, label, unit) in enumerate(INPUTS):

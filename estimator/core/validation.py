@@ -1,17 +1,18 @@
 """Turn a scenario dict (format version 1) into a :class:`Scenario`, or raise ScenarioError.
 
 Every message names the offending key with its dotted path and says why, for example
-``model.num_layers: must be a positive integer, got -3``.
+``model.num_layers: must be a positive integer, got -3``. Each key's kind, default, bounds
+and allowed values are its :mod:`estimator.core.schema` entry's; the cross-field checks of a
+layout and a framework are :mod:`estimator.core.scenario_checks`'.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Mapping
 from typing import Any
 
-from estimator.core import layout_rules as rules
+from estimator.core import schema
 from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
 from estimator.core.errors import ScenarioError
 from estimator.core.frameworks import (
@@ -24,16 +25,7 @@ from estimator.core.frameworks import (
 from estimator.core.measurement import measurement_parse
 from estimator.core.power import spec_at_power_limit
 from estimator.core.scenario import (
-    CAPACITY_CHOICES,
-    DEFAULT_LORA_TARGETS,
-    FP8_RECIPES,
     LORA_TARGETS,
-    METHOD_TYPES,
-    OFFLOAD_MODES,
-    OPTIMIZERS,
-    PIPELINE_SCHEDULES,
-    RECOMPUTE_MODES,
-    TRAINING_PRECISIONS,
     ClusterConfig,
     Margins,
     MethodConfig,
@@ -45,21 +37,23 @@ from estimator.core.scenario import (
     Scenario,
     TrainingConfig,
 )
+from estimator.core.scenario_checks import check_framework as check_framework
+from estimator.core.scenario_checks import check_layout as check_layout
+from estimator.core.scenario_checks import check_training_support
+from estimator.core.schema import show
 from estimator.core.workload import TPU_FAMILY
 
 _MISSING: Any = object()
-#: Upper bound for any integer field, far above any real model or cluster.
-MAX_INTEGER = 2**40
-#: Largest cluster accepted: beyond it the failure model's job MTBF drops below seconds.
-MAX_DEVICES = 1_000_000
 
 
 class _Section:
-    """Typed getters over one JSON object; each error names ``prefix.key``."""
+    """Typed getters over one JSON object; each value is checked by the schema's key
+    ``prefix.name``, whose default an absent (or null) value takes."""
 
-    def __init__(self, data: Any, prefix: str, allowed: tuple[str, ...]) -> None:
+    def __init__(self, data: Any, prefix: str) -> None:
         if not isinstance(data, Mapping):
-            raise ScenarioError(prefix, f"must be an object, got {_show(data)}")
+            raise ScenarioError(prefix, f"must be an object, got {show(data)}")
+        allowed = schema.names(prefix)
         for key in data:
             if key not in allowed:
                 raise ScenarioError(f"{prefix}.{key}", f"unknown key, expected one of {allowed}")
@@ -68,94 +62,50 @@ class _Section:
     def key(self, name: str) -> str:
         return f"{self.prefix}.{name}"
 
+    def schema_key(self, name: str) -> schema.Key:
+        return schema.key(self.key(name))
+
     def raw(self, name: str, default: Any = _MISSING) -> Any:
+        """The value given, else ``default``, else the schema's default (if it has one)."""
         if name in self.data and self.data[name] is not None:
             return self.data[name]
-        if default is _MISSING:
+        if default is not _MISSING:
+            return default
+        if self.schema_key(name).required:
             raise ScenarioError(self.key(name), "is required")
-        return default
+        return schema.default(self.key(name))
 
-    def integer(
-        self, name: str, default: Any = _MISSING, minimum: int = 1, maximum: int = MAX_INTEGER
-    ) -> int:
-        value = self.raw(name, default)
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or value != int(value) or value < minimum:
-            kind = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
-            raise ScenarioError(self.key(name), f"must be {kind}, got {_show(value)}")
-        if value > maximum:
-            raise ScenarioError(self.key(name), f"must be at most {maximum:,}, got {_show(value)}")
-        return int(value)
+    def integer(self, name: str, default: Any = _MISSING, maximum: int | None = None) -> int:
+        return self.schema_key(name).integer(self.raw(name, default), maximum)
 
-    def number(self, name: str, default: Any = _MISSING, *, low: float, high: float) -> float:
-        value = self.raw(name, default)
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or not low <= value <= high:
-            raise ScenarioError(
-                self.key(name), f"must be a number in [{low:g}, {high:g}], got {_show(value)}"
-            )
-        return float(value)
+    def number(self, name: str) -> float:
+        return self.schema_key(name).number(self.raw(name))
 
     def boolean(self, name: str, default: Any = _MISSING) -> bool:
-        value = self.raw(name, default)
-        if not isinstance(value, bool):
-            raise ScenarioError(self.key(name), f"must be true or false, got {_show(value)}")
-        return value
+        return self.schema_key(name).boolean(self.raw(name, default))
 
-    def choice(self, name: str, options: tuple[str, ...], default: Any = _MISSING) -> str:
-        value = self.raw(name, default)
-        if value not in options:
-            raise ScenarioError(self.key(name), f"must be one of {options}, got {_show(value)}")
-        return str(value)
+    def choice(self, name: str) -> str:
+        return self.schema_key(name).choice(self.raw(name))
 
-    def text(self, name: str, default: Any = _MISSING) -> str:
-        value = self.raw(name, default)
-        if not isinstance(value, str):
-            raise ScenarioError(self.key(name), f"must be a string, got {_show(value)}")
-        return value
+    def text(self, name: str) -> str:
+        return self.schema_key(name).text(self.raw(name))
 
-
-def _show(value: Any) -> str:
-    text = repr(value) if isinstance(value, str) else str(value).replace("\n", " ")
-    text = {"True": "true", "False": "false", "None": "null"}.get(text, text)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-MODEL_KEYS = (
-    "name", "num_layers", "hidden_size", "num_attention_heads", "num_kv_heads",
-    "ffn_hidden_size", "gated_mlp", "vocab_size", "seq_len", "tied_embeddings", "moe",
-    "head_dim", "mla",
-)  # fmt: skip
-MLA_KEYS = ("kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
-TRAINING_KEYS = (
-    "tokens", "global_batch_size", "precision", "fp8_recipe", "method", "optimizer", "offload",
-    "master_weights",
-)  # fmt: skip
-CLUSTER_KEYS = (
-    "accelerator", "num_gpus", "gpus_per_node", "accelerator_spec", "num_slices",
-    "power_limit_w",
-)  # fmt: skip
-MOE_KEYS = (
-    "num_experts", "top_k", "expert_ffn_hidden_size", "num_shared_experts", "moe_layer_every",
-    "first_dense_layers",
-)  # fmt: skip
-PARALLELISM_KEYS = (
-    "tp", "pp", "dp", "cp", "ep", "micro_batch_size", "zero_stage", "recompute",
-    "sequence_parallel", "pipeline_schedule", "virtual_stages", "activation_offload",
-)  # fmt: skip
+    def given(self, name: str) -> bool:
+        """Whether the key is present and not null."""
+        return self.data.get(name) is not None
 
 
 def _moe(data: Any, num_layers: int) -> MoEConfig | None:
     if data is None:
         return None
-    section = _Section(data, "model.moe", MOE_KEYS)
+    section = _Section(data, "model.moe")
     moe = MoEConfig(
         num_experts=section.integer("num_experts"),
         top_k=section.integer("top_k"),
         expert_ffn_hidden_size=section.integer("expert_ffn_hidden_size"),
-        num_shared_experts=section.integer("num_shared_experts", 0, minimum=0),
-        moe_layer_every=section.integer("moe_layer_every", 1),
-        first_dense_layers=section.integer("first_dense_layers", 0, minimum=0),
+        num_shared_experts=section.integer("num_shared_experts"),
+        moe_layer_every=section.integer("moe_layer_every"),
+        first_dense_layers=section.integer("first_dense_layers"),
     )
     if moe.top_k > moe.num_experts:
         raise ScenarioError(
@@ -178,36 +128,36 @@ def _moe(data: Any, num_layers: int) -> MoEConfig | None:
 def _mla(data: Any) -> MLAConfig | None:
     if data is None:
         return None
-    section = _Section(data, "model.mla", MLA_KEYS)
+    section = _Section(data, "model.mla")
     return MLAConfig(
         kv_lora_rank=section.integer("kv_lora_rank"),
         qk_nope_head_dim=section.integer("qk_nope_head_dim"),
-        qk_rope_head_dim=section.integer("qk_rope_head_dim", 0, minimum=0),
+        qk_rope_head_dim=section.integer("qk_rope_head_dim"),
         v_head_dim=section.integer("v_head_dim"),
-        q_lora_rank=section.integer("q_lora_rank", 0, minimum=0),
+        q_lora_rank=section.integer("q_lora_rank"),
     )
 
 
 def _model(data: Any) -> ModelConfig:
-    section = _Section(data, "model", MODEL_KEYS)
+    section = _Section(data, "model")
     hidden, heads = section.integer("hidden_size"), section.integer("num_attention_heads")
     layers = section.integer("num_layers")
     model = ModelConfig(
-        name=section.text("name", ""),
+        name=section.text("name"),
         num_layers=layers,
         hidden_size=hidden,
         num_attention_heads=heads,
         num_kv_heads=section.integer("num_kv_heads", heads),
         ffn_hidden_size=section.integer("ffn_hidden_size", 4 * hidden),
-        gated_mlp=section.boolean("gated_mlp", False),
+        gated_mlp=section.boolean("gated_mlp"),
         vocab_size=section.integer("vocab_size"),
         seq_len=section.integer("seq_len"),
-        tied_embeddings=section.boolean("tied_embeddings", False),
+        tied_embeddings=section.boolean("tied_embeddings"),
         moe=_moe(section.raw("moe", None), layers),
-        head_dim=section.integer("head_dim") if section.raw("head_dim", None) is not None else 0,
+        head_dim=section.integer("head_dim") if section.given("head_dim") else 0,
         mla=_mla(section.raw("mla", None)),
     )
-    explicit_head_dim = section.raw("head_dim", None) is not None
+    explicit_head_dim = section.given("head_dim")
     if model.mla is not None:
         _check_mla(model, explicit_head_dim)
     _check_heads(model, explicit_head_dim=explicit_head_dim or model.mla is not None)
@@ -246,16 +196,16 @@ def _check_heads(model: ModelConfig, explicit_head_dim: bool) -> None:
 
 
 def _training(data: Any, spec: AcceleratorSpec, model: ModelConfig) -> TrainingConfig:
-    section = _Section(data, "training", TRAINING_KEYS)
+    section = _Section(data, "training")
     training = TrainingConfig(
-        tokens=section.number("tokens", low=1.0, high=1e18),
+        tokens=section.number("tokens"),
         global_batch_size=section.integer("global_batch_size"),
-        precision=section.choice("precision", TRAINING_PRECISIONS),
-        fp8_recipe=section.choice("fp8_recipe", FP8_RECIPES, "tensorwise"),
-        offload=section.choice("offload", OFFLOAD_MODES, "none"),
-        method=_method(section.raw("method", {"type": "full"}), model),
-        optimizer=section.choice("optimizer", OPTIMIZERS, "adamw"),
-        master_weights=section.boolean("master_weights", True),
+        precision=section.choice("precision"),
+        fp8_recipe=section.choice("fp8_recipe"),
+        offload=section.choice("offload"),
+        method=_method(section.raw("method"), model),
+        optimizer=section.choice("optimizer"),
+        master_weights=section.boolean("master_weights"),
     )
     if not training.master_weights and training.precision in ("fp32", "tf32"):
         raise ScenarioError(
@@ -278,23 +228,18 @@ def _training(data: Any, spec: AcceleratorSpec, model: ModelConfig) -> TrainingC
     return training
 
 
-METHOD_KEYS = ("type", "rank", "targets", "dropout", "frozen_layers", "frozen_embeddings")
-#: Largest LoRA rank accepted (adapters beyond it stop being low-rank for any model).
-MAX_LORA_RANK = 4096
-
-
 def _method(data: Any, model: ModelConfig) -> MethodConfig:
     """``training.method``: full training (optionally with frozen parts), LoRA or QLoRA."""
-    section = _Section(data, "training.method", METHOD_KEYS)
-    kind = section.choice("type", METHOD_TYPES, "full")
+    section = _Section(data, "training.method")
+    kind = section.choice("type")
     if kind == "full":
         for key in ("rank", "targets", "dropout"):
             if key in section.data:
                 raise ScenarioError(section.key(key), "applies to 'lora' and 'qlora' only")
         return MethodConfig(
             type="full",
-            frozen_layers=section.integer("frozen_layers", 0, minimum=0, maximum=model.num_layers),
-            frozen_embeddings=section.boolean("frozen_embeddings", False),
+            frozen_layers=section.integer("frozen_layers", maximum=model.num_layers),
+            frozen_embeddings=section.boolean("frozen_embeddings"),
         )
     for key in ("frozen_layers", "frozen_embeddings"):
         if key in section.data:
@@ -302,7 +247,7 @@ def _method(data: Any, model: ModelConfig) -> MethodConfig:
                 section.key(key),
                 f"applies to full training; {kind} already freezes every base weight",
             )
-    targets = section.raw("targets", list(DEFAULT_LORA_TARGETS))
+    targets = section.raw("targets", list(section.schema_key("targets").default))
     if (
         not isinstance(targets, list)
         or not targets
@@ -311,10 +256,9 @@ def _method(data: Any, model: ModelConfig) -> MethodConfig:
     ):
         raise ScenarioError(
             section.key("targets"),
-            f"must be a non-empty list of distinct values from {LORA_TARGETS}, got "
-            f"{_show(targets)}",
+            f"must be a non-empty list of distinct values from {LORA_TARGETS}, got {show(targets)}",
         )
-    rank = section.integer("rank", 16, maximum=MAX_LORA_RANK)
+    rank = section.integer("rank")
     if rank > model.hidden_size:
         raise ScenarioError(
             section.key("rank"),
@@ -328,7 +272,7 @@ def _method(data: Any, model: ModelConfig) -> MethodConfig:
         type=kind,
         rank=rank,
         targets=tuple(t for t in LORA_TARGETS if t in targets),
-        dropout=section.number("dropout", 0.0, low=0.0, high=0.9),
+        dropout=section.number("dropout"),
     )
 
 
@@ -336,9 +280,7 @@ def _accelerator(section: _Section) -> AcceleratorSpec:
     accelerator = section.text("accelerator")
     overrides = section.raw("accelerator_spec", {})
     if not isinstance(overrides, Mapping):
-        raise ScenarioError(
-            "cluster.accelerator_spec", f"must be an object, got {_show(overrides)}"
-        )
+        raise ScenarioError("cluster.accelerator_spec", f"must be an object, got {show(overrides)}")
     catalog = load_catalog()
     if accelerator in catalog:
         return spec_with_overrides(catalog[accelerator], overrides)
@@ -351,16 +293,16 @@ def _accelerator(section: _Section) -> AcceleratorSpec:
 
 
 def _cluster(data: Any) -> ClusterConfig:
-    section = _Section(data, "cluster", CLUSTER_KEYS)
+    section = _Section(data, "cluster")
     spec = _accelerator(section)
-    if section.raw("power_limit_w", None) is not None:  # absent or null: the TDP, no limit
+    if section.given("power_limit_w"):  # absent or null: the TDP, no limit
         spec = spec_at_power_limit(spec, section.raw("power_limit_w"))
     cluster = ClusterConfig(
         accelerator=spec.id,
-        num_gpus=section.integer("num_gpus", maximum=MAX_DEVICES),
+        num_gpus=section.integer("num_gpus"),
         gpus_per_node=section.integer("gpus_per_node", spec.devices_per_node),
         spec=spec,
-        num_slices=section.integer("num_slices", 1),
+        num_slices=section.integer("num_slices"),
     )
     if cluster.num_slices > 1 and spec.family != TPU_FAMILY:
         raise ScenarioError(
@@ -378,28 +320,24 @@ def _parallelism(data: Any) -> ParallelismConfig | None:
     if data == "auto":
         return None
     if not isinstance(data, Mapping):
-        raise ScenarioError("parallelism", f'must be an object or "auto", got {_show(data)}')
-    section = _Section(data, "parallelism", PARALLELISM_KEYS)
+        raise ScenarioError("parallelism", f'must be an object or "auto", got {show(data)}')
+    section = _Section(data, "parallelism")
     tp = section.integer("tp")
-    schedule = section.choice("pipeline_schedule", PIPELINE_SCHEDULES, "1f1b")
+    schedule = section.choice("pipeline_schedule")
     layout = ParallelismConfig(
         tp=tp,
         pp=section.integer("pp"),
         dp=section.integer("dp"),
-        cp=section.integer("cp", 1),
-        ep=section.integer("ep", 1),
+        cp=section.integer("cp"),
+        ep=section.integer("ep"),
         micro_batch_size=section.integer("micro_batch_size"),
-        zero_stage=section.integer("zero_stage", minimum=0),
-        recompute=section.choice("recompute", RECOMPUTE_MODES),
+        zero_stage=section.integer("zero_stage"),
+        recompute=section.choice("recompute"),
         sequence_parallel=section.boolean("sequence_parallel", tp > 1),
         pipeline_schedule=schedule,
-        virtual_stages=section.integer("virtual_stages", 1),
-        activation_offload=section.boolean("activation_offload", False),
+        virtual_stages=section.integer("virtual_stages"),
+        activation_offload=section.boolean("activation_offload"),
     )
-    if layout.zero_stage > 3:
-        raise ScenarioError(
-            "parallelism.zero_stage", f"must be 0, 1, 2 or 3, got {layout.zero_stage}"
-        )
     if layout.virtual_stages > 1 and schedule != "interleaved":
         raise ScenarioError(
             "parallelism.virtual_stages", "more than 1 needs pipeline_schedule 'interleaved'"
@@ -408,26 +346,23 @@ def _parallelism(data: Any) -> ParallelismConfig | None:
 
 
 def _margins(data: Any) -> Margins:
-    section = _Section(data, "margins", ("framework_overhead", "network_jitter"))
+    section = _Section(data, "margins")
     return Margins(
-        framework_overhead=section.number("framework_overhead", 0.10, low=0.0, high=10.0),
-        network_jitter=section.number("network_jitter", 0.05, low=0.0, high=10.0),
+        framework_overhead=section.number("framework_overhead"),
+        network_jitter=section.number("network_jitter"),
     )
 
 
 def _run(data: Any) -> RunSettings:
-    section = _Section(data, "run", ("capacity", "evaluation_fraction", "allocation_idle"))
+    section = _Section(data, "run")
+    # Absent: None, the whole-run model's own figure (:mod:`estimator.core.wholerun`).
     return RunSettings(
-        capacity=section.choice("capacity", CAPACITY_CHOICES, "dedicated"),
+        capacity=section.choice("capacity"),
         evaluation_fraction=(
-            section.number("evaluation_fraction", low=0.0, high=1.0)
-            if section.raw("evaluation_fraction", None) is not None
-            else None
+            section.number("evaluation_fraction") if section.given("evaluation_fraction") else None
         ),
         allocation_idle=(
-            section.number("allocation_idle", low=0.0, high=0.9)
-            if section.raw("allocation_idle", None) is not None
-            else None
+            section.number("allocation_idle") if section.given("allocation_idle") else None
         ),
     )
 
@@ -436,7 +371,7 @@ def _framework(data: Any, family: str) -> str:
     if data is None:
         return "auto"
     if not isinstance(data, str):
-        raise ScenarioError("framework", f"must be a string, got {_show(data)}")
+        raise ScenarioError("framework", f"must be a string, got {show(data)}")
     profile = profile_for(data, family)
     if family == TPU_FAMILY and profile.id != "maxtext":
         raise ScenarioError("framework", f"{data!r} does not run on TPUs; use 'maxtext' or 'auto'")
@@ -465,10 +400,10 @@ def price_per_gpu_hour(data: Any) -> float | None:
     """
     if not isinstance(data, Mapping) or data.get("cost") is None:
         return None
-    section = _Section(data["cost"], "cost", ("price_per_gpu_hour",))
-    if section.raw("price_per_gpu_hour", None) is None:
+    section = _Section(data["cost"], "cost")
+    if not section.given("price_per_gpu_hour"):
         return None
-    return section.number("price_per_gpu_hour", low=0.0, high=1e6)
+    return section.number("price_per_gpu_hour")
 
 
 def validate_scenario(data: Any) -> Scenario:
@@ -494,12 +429,12 @@ def validate_scenario(data: Any) -> Scenario:
         The first problem found, naming the key (``.key``) and the reason (``.reason``).
     """
     if not isinstance(data, Mapping):
-        raise ScenarioError("scenario", f"must be a JSON object, got {_show(data)}")
+        raise ScenarioError("scenario", f"must be a JSON object, got {show(data)}")
     version = data.get("format_version", _MISSING)
     if version is _MISSING:
         raise ScenarioError("format_version", "is required (1)")
     if version != 1 or isinstance(version, bool):
-        raise ScenarioError("format_version", f"must be 1, got {_show(version)}")
+        raise ScenarioError("format_version", f"must be 1, got {show(version)}")
     for section in ("model", "training", "cluster", "parallelism"):
         if section not in data:
             raise ScenarioError(section, "is required")
@@ -580,145 +515,6 @@ def _with_framework(scenario: Scenario) -> Scenario:
 
 
 def _check_runs(scenario: Scenario, profile: FrameworkProfile) -> None:
-    _check_training_support(scenario, profile)
+    check_training_support(scenario, profile)
     if scenario.parallelism is not None:
         check_framework(scenario, scenario.parallelism, profile)
-
-
-def check_framework(
-    scenario: Scenario, layout: ParallelismConfig, profile: FrameworkProfile
-) -> None:
-    """An explicit layout must be one the framework ``profile`` runs.
-
-    Parameters
-    ----------
-    scenario : Scenario
-        The validated scenario (kept for the signature the callers share).
-    layout : ParallelismConfig
-        The layout to check.
-    profile : FrameworkProfile
-        The framework the scenario runs on.
-
-    Raises
-    ------
-    ScenarioError
-        The first axis, schedule, ZeRO stage or recomputation mode the framework does not
-        run.
-    """
-    name = f"framework {profile.id!r}"
-    for axis in ("tp", "pp", "cp", "ep"):
-        if not rules.framework_runs_axis(profile, axis, getattr(layout, axis)):
-            _fail(f"parallelism.{axis}", f"{name} has no {axis} parallelism; use 1")
-    if not rules.framework_runs_axis(profile, "virtual_stages", layout.virtual_stages):
-        _fail("parallelism.pipeline_schedule", f"{name} runs only the 1f1b schedule")
-    if layout.zero_stage not in profile.zero_stages:
-        _fail(
-            "parallelism.zero_stage",
-            f"{name} offers stages {list(profile.zero_stages)}, got {layout.zero_stage}",
-        )
-    if layout.recompute not in profile.recompute:
-        _fail(
-            "parallelism.recompute",
-            f"{name} offers {list(profile.recompute)}, got {layout.recompute!r}",
-        )
-
-
-def _check_training_support(scenario: Scenario, profile: FrameworkProfile) -> None:
-    name = f"framework {profile.id!r}"
-    if scenario.training.precision == "fp8" and not profile.fp8:
-        _fail("training.precision", f"{name} does not train in fp8")
-    if scenario.training.offload not in profile.offload:
-        _fail(
-            "training.offload",
-            f"{name} offers {list(profile.offload)}, got {scenario.training.offload!r}",
-        )
-    method = scenario.training.method
-    if method.type not in profile.methods:
-        _fail("training.method", f"{name} trains {list(profile.methods)}, got {method.type!r}")
-    if method.frozen_layers and not profile.freezing:
-        _fail("training.method.frozen_layers", f"{name} does not freeze layers")
-    if scenario.training.optimizer not in profile.optimizers:
-        _fail(
-            "training.optimizer",
-            f"{name} offers {list(profile.optimizers)}, got {scenario.training.optimizer!r}",
-        )
-
-
-def _fail(key: str, reason: str) -> None:
-    raise ScenarioError(key, reason)
-
-
-def check_layout(scenario: Scenario, layout: ParallelismConfig) -> None:
-    """Cross-field checks of one explicit layout against the model and the cluster.
-
-    Each check is a predicate of :mod:`estimator.core.layout_rules`, the rules the layout
-    search applies to its whole grid.
-
-    Parameters
-    ----------
-    scenario : Scenario
-        The validated model, training and cluster sections.
-    layout : ParallelismConfig
-        The layout to check.
-
-    Raises
-    ------
-    ScenarioError
-        The first rule the layout breaks, naming the ``parallelism`` key.
-    """
-    num_gpus = scenario.cluster.num_gpus
-    if not rules.fills_devices(num_gpus, layout.tp, layout.pp, layout.dp, layout.cp):
-        product = layout.tp * layout.pp * layout.dp * layout.cp
-        _fail(
-            "parallelism",
-            f"tp * pp * dp * cp = {product} must equal cluster.num_gpus = {num_gpus}",
-        )
-    _check_model_split(scenario.model, layout)
-    _check_batch(scenario, layout)
-
-
-def _check_model_split(model: ModelConfig, layout: ParallelismConfig) -> None:
-    heads, kv, tp = model.num_attention_heads, model.num_kv_heads, layout.tp
-    if not rules.tp_divides_heads(heads, tp):
-        _fail("parallelism.tp", f"must divide model.num_attention_heads = {heads}, got {tp}")
-    if not rules.tp_fits_kv_heads(kv, tp):
-        _fail(
-            "parallelism.tp",
-            f"must divide model.num_kv_heads = {kv} or be a multiple of it, got {tp}",
-        )
-    if not rules.pipeline_fits_layers(model.num_layers, layout.pp, layout.virtual_stages):
-        stages, extra = layout.pp * layout.virtual_stages, rules.EXTRA_PIPELINE_SLOTS
-        _fail(
-            "parallelism.pp",
-            f"pp * virtual_stages = {stages} exceeds model.num_layers + {extra} = "
-            f"{model.num_layers + extra} (embedding and loss slots), or pp exceeds the layers",
-        )
-    if not rules.interleaving_has_pipeline(layout.pp, layout.virtual_stages):
-        _fail("parallelism.pipeline_schedule", "'interleaved' with virtual_stages > 1 needs pp > 1")
-    if not rules.cp_divides_sequence(model.seq_len, layout.cp):
-        _fail("parallelism.cp", f"must divide model.seq_len = {model.seq_len}, got {layout.cp}")
-    _check_experts(model, layout)
-
-
-def _check_experts(model: ModelConfig, layout: ParallelismConfig) -> None:
-    if layout.ep == 1:
-        return
-    if model.moe is None:
-        _fail("parallelism.ep", f"ep > 1 needs model.moe, got {layout.ep}")
-    elif not rules.ep_divides_experts(model.moe.num_experts, layout.ep):
-        _fail(
-            "parallelism.ep",
-            f"must divide model.moe.num_experts = {model.moe.num_experts}, got {layout.ep}",
-        )
-    if not rules.ep_divides_data(layout.dp, layout.cp, layout.ep):
-        _fail("parallelism.ep", f"must divide dp * cp = {layout.dp * layout.cp}, got {layout.ep}")
-
-
-def _check_batch(scenario: Scenario, layout: ParallelismConfig) -> None:
-    batch = scenario.training.global_batch_size
-    if not rules.batch_holds_step(batch, layout.dp, layout.micro_batch_size):
-        per_step = layout.dp * layout.micro_batch_size
-        _fail(
-            "parallelism.micro_batch_size",
-            f"dp * micro_batch_size = {per_step} exceeds training.global_batch_size = {batch}",
-        )

@@ -50,11 +50,12 @@ from estimator.core.goodput import (
     young_interval,
 )
 from estimator.core.scenario import RunSettings
+from estimator.core.schema import default
 
 #: Periodic evaluation (validation loss every few hundred steps, downstream benchmarks at
 #: checkpoints) as a share of training time: OLMo and Megatron-LM defaults evaluate on the
-#: order of 1 % of the tokens trained. [1]
-EVALUATION_FRACTION = 0.01
+#: order of 1 % of the tokens trained; the default of ``run.evaluation_fraction``. [1]
+EVALUATION_FRACTION: float = default("run.evaluation_fraction")
 #: Start-up of a run: allocation, container start, initialisation and loading the starting
 #: checkpoint, the same work as a restart after an interruption (settling a new configuration
 #: and its early restarts is part of the allocation idle, which scales with the run). [s]

@@ -17,6 +17,7 @@ from django.db.models import Model, QuerySet
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from estimator.core import schema
 from lib.actors import Actor
 from lib.inputs import StorableInput
 from lib.money import MONEY_DIGITS, MONEY_PLACES
@@ -36,6 +37,9 @@ from planner.services import price_snapshot, user_roles
 
 #: The request's price fields: one per price source, named as the source.
 PRICE_FIELDS = tuple(PRICE_MODELS)
+#: What the scenario schema says of its keys' bounds and defaults, for the ``spec`` fields'
+#: help (the services check a spec with the estimator, which applies the same schema).
+SPEC_KEYS_HELP = f"Bounds and defaults (docs/scenario-keys.md): {schema.summary()}."
 
 
 class ScopedPrimaryKeyField(serializers.PrimaryKeyRelatedField):
@@ -225,7 +229,8 @@ class ScenarioInput(PriceInput):
     description = serializers.CharField(required=False, allow_blank=True)
     model_preset = serializers.CharField(max_length=40, required=False, allow_blank=True)
     spec = serializers.JSONField(
-        help_text="The scenario in the estimator's format, version 1 (scenario-format.md)"
+        help_text="The scenario in the estimator's format, version 1 (scenario-format.md). "
+        + SPEC_KEYS_HELP
     )
     pue = serializers.DecimalField(max_digits=4, decimal_places=2, required=False)
     utilisation_low = serializers.DecimalField(max_digits=4, decimal_places=3, required=False)
@@ -246,7 +251,9 @@ class ScenarioDocument(StorableInput):
     name = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True)
     model_preset = serializers.CharField(max_length=40, required=False, allow_blank=True)
-    scenario = serializers.JSONField(help_text="The scenario in the estimator's format")
+    scenario = serializers.JSONField(
+        help_text=f"The scenario in the estimator's format. {SPEC_KEYS_HELP}"
+    )
     price_source = serializers.ChoiceField(PriceSource.choices)
     price_id = serializers.IntegerField()
     pue = serializers.DecimalField(max_digits=4, decimal_places=2, required=False)

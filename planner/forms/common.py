@@ -8,10 +8,13 @@ from typing import Any
 
 from django import forms
 
+from estimator.core import schema
 from estimator.core.presets import ModelPreset
 from planner.errors import PlannerError
 
-MAX_TOKENS = 1e18  # the estimator's own limit
+#: ``training.tokens``, whose bounds are the estimator's own.
+TOKENS = schema.key("training.tokens")
+MAX_TOKENS = float(TOKENS.maximum or "inf")
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
 
 
@@ -42,8 +45,10 @@ def tokens_parse(text: str) -> float | None:
         tokens = quantity_parse(text)
     except ValueError:
         raise forms.ValidationError("Write a number of tokens such as 2T, 300B or 2e12.") from None
-    if not 1 <= tokens <= MAX_TOKENS:
-        raise forms.ValidationError(f"Train on between 1 and {MAX_TOKENS:.0e} tokens.")
+    if not TOKENS.within(tokens):
+        raise forms.ValidationError(
+            f"Train on between {TOKENS.minimum:g} and {MAX_TOKENS:.0e} tokens."
+        )
     return tokens
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from estimator.core.scenario import DEFAULT_LORA_TARGETS
+from estimator.core import schema
 
 TRAINING_METHODS = (
     ("full", "Full (every weight)"),
@@ -19,10 +19,14 @@ TRAINING_METHODS = (
 )
 ADAPTER_METHODS = ("lora", "qlora")
 #: The contract's LoRA rank when ``training.method.rank`` is left out.
-DEFAULT_LORA_RANK = 16
+DEFAULT_LORA_RANK: int = schema.default("training.method.rank")
+#: The contract's method, optimizer and offload when ``training`` leaves them out.
+DEFAULT_METHOD: str = schema.default("training.method.type")
+DEFAULT_OPTIMIZER: str = schema.default("training.optimizer")
+DEFAULT_OFFLOAD: str = schema.default("training.offload")
 #: Form value -> ``training.method.targets``; "both" is the contract's default.
 LORA_TARGET_LISTS = {
-    "both": list(DEFAULT_LORA_TARGETS),
+    "both": list(schema.default("training.method.targets")),
     "attention": ["attention"],
     "mlp": ["mlp"],
 }
@@ -66,13 +70,15 @@ def training_options_initial(training: Mapping[str, Any]) -> dict[str, Any]:
     """The fields' values for a ``training`` section."""
     method = base_method(training)
     return {
-        "training_method": method.get("type", "full"),
+        "training_method": method.get("type", DEFAULT_METHOD),
         "lora_rank": method.get("rank", DEFAULT_LORA_RANK),
         "lora_targets": targets_choice(method.get("targets")),
-        "frozen_layers": method.get("frozen_layers", 0),
+        "frozen_layers": method.get(
+            "frozen_layers", schema.default("training.method.frozen_layers")
+        ),
         "frozen_embeddings": bool(method.get("frozen_embeddings")),
-        "optimizer": training.get("optimizer", "adamw"),
-        "offload": training.get("offload", "none"),
+        "optimizer": training.get("optimizer", DEFAULT_OPTIMIZER),
+        "offload": training.get("offload", DEFAULT_OFFLOAD),
     }
 
 
@@ -83,8 +89,8 @@ def training_options_spec(
     each left out at its default; ``base_training`` is the scenario being edited's."""
     return {
         **_method_spec(data, base_method(base_training)),
-        **_unless_default(data, "optimizer", "adamw"),
-        **_unless_default(data, "offload", "none"),
+        **_unless_default(data, "optimizer", DEFAULT_OPTIMIZER),
+        **_unless_default(data, "offload", DEFAULT_OFFLOAD),
     }
 
 
@@ -99,7 +105,7 @@ def _method_spec(data: Mapping[str, Any], base: Mapping[str, Any]) -> dict[str, 
     Fields of the other kind of method (rank for full training, frozen layers for LoRA) are
     ignored: the page hides them, and a page without scripts shows them all.
     """
-    kind = data.get("training_method") or "full"
+    kind = data.get("training_method") or DEFAULT_METHOD
     if kind not in ADAPTER_METHODS:
         method: dict[str, Any] = {"type": "full"}
         if data.get("frozen_layers"):

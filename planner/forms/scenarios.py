@@ -13,7 +13,9 @@ from typing import Any
 
 from django import forms
 
+from estimator.core import schema
 from estimator.core.catalog import load_catalog
+from estimator.core.errors import ScenarioError
 from estimator.core.frameworks import PROFILES
 from estimator.core.presets import load_presets, load_recipes, recipe_scenario
 from planner.forms.common import (
@@ -39,20 +41,75 @@ from planner.prices import PriceObject, price_key_parse
 from pricing import selectors as pricing_selectors
 
 CUSTOM = "custom"
-PRECISIONS = (
-    ("bf16", "BF16"),
-    ("fp16", "FP16"),
-    ("fp8", "FP8"),
-    ("tf32", "TF32 (FP32 storage, tensor-core matmuls)"),
-    ("fp32", "FP32 (true FP32, no tensor cores)"),
+
+
+def labelled(path: str, labels: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The choices of the scenario key ``path`` (the schema's), in the order of ``labels``
+    and labelled by it; a value it does not label yet is shown as itself."""
+    values = [str(value) for value in schema.key(path).choices]
+    ordered = [value for value in labels if value in values]
+    ordered += [value for value in values if value not in labels]
+    return [(value, labels.get(value, value)) for value in ordered]
+
+
+def _within(key: schema.Key) -> Any:
+    """A validator refusing what the scenario key ``key`` refuses, with its reason."""
+
+    def validate(value: Any) -> None:
+        try:
+            key.parse(value)
+        except ScenarioError as error:
+            raise forms.ValidationError(error.reason) from None
+
+    return validate
+
+
+def key_field(path: str, *, required: bool = False, **kwargs: Any) -> forms.Field:
+    """A form field for the numeric scenario key ``path``: its bounds and help from the schema
+    (``help_text`` in ``kwargs`` says what blank means on this form instead).
+
+    Inclusive bounds are the field's ``min_value``/``max_value`` (the browser's too); an
+    exclusive one refuses with the estimator's reason.
+    """
+    key = schema.key(path)
+    bounds: dict[str, Any] = {}
+    if key.minimum is not None and not key.exclusive_minimum:
+        bounds["min_value"] = key.minimum
+    if key.maximum is not None and not key.exclusive_maximum:
+        bounds["max_value"] = key.maximum
+    exclusive = key.exclusive_minimum or key.exclusive_maximum
+    kwargs.setdefault("help_text", key.help_text)
+    kwargs.setdefault("validators", [_within(key)] if exclusive else [])
+    kind = forms.IntegerField if key.kind == "integer" else forms.FloatField
+    return kind(required=required, **bounds, **kwargs)
+
+
+PRECISIONS = labelled(
+    "training.precision",
+    {
+        "bf16": "BF16",
+        "fp16": "FP16",
+        "fp8": "FP8",
+        "tf32": "TF32 (FP32 storage, tensor-core matmuls)",
+        "fp32": "FP32 (true FP32, no tensor cores)",
+    },
 )
-RECOMPUTE = (("none", "None"), ("selective", "Selective"), ("full", "Full"))
-ZERO_STAGES = (
-    ("0", "0 (none)"),
-    ("1", "1 (optimizer states)"),
-    ("2", "2 (+ gradients)"),
-    ("3", "3 (+ weights, FSDP)"),
+RECOMPUTE = labelled(
+    "parallelism.recompute", {"none": "None", "selective": "Selective", "full": "Full"}
 )
+ZERO_STAGES = labelled(
+    "parallelism.zero_stage",
+    {
+        "0": "0 (none)",
+        "1": "1 (optimizer states)",
+        "2": "2 (+ gradients)",
+        "3": "3 (+ weights, FSDP)",
+    },
+)
+#: What the form fills in for an explicit layout's required ``zero_stage`` and ``recompute``
+#: when left blank (and shows first).
+ZERO_STAGE_INITIAL = 1
+RECOMPUTE_INITIAL = "selective"
 MODEL_FIELDS = (
     "num_layers",
     "hidden_size",
@@ -64,13 +121,13 @@ MODEL_FIELDS = (
 LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "micro_batch_size")
 
 
-def _integer(required: bool = False, **kwargs: Any) -> forms.IntegerField:
-    return forms.IntegerField(required=required, min_value=1, **kwargs)
-
-
-FRAMEWORKS = [("auto", "Auto (the usual framework; speed of the median calibrated stack)")] + [
-    (profile.id, profile.name) for profile in PROFILES.values()
-]
+FRAMEWORKS = labelled(
+    "framework",
+    {
+        "auto": "Auto (the usual framework; speed of the median calibrated stack)",
+        **{profile.id: profile.name for profile in PROFILES.values()},
+    },
+)
 
 
 MEASURED_KINDS = [
@@ -89,47 +146,49 @@ class ScenarioForm(forms.Form):
     description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
     model_preset = forms.ChoiceField(label="Model")
     model_name = forms.CharField(required=False, max_length=200, label="Model name")
-    num_layers = _integer(label="Layers")
-    hidden_size = _integer(label="Hidden size")
-    num_attention_heads = _integer(label="Attention heads")
-    num_kv_heads = _integer(label="KV heads", help_text="Blank: as many as attention heads")
-    ffn_hidden_size = _integer(label="FFN hidden size", help_text="Blank: 4 x hidden size")
-    vocab_size = _integer(label="Vocabulary size")
+    num_layers = key_field("model.num_layers", label="Layers")
+    hidden_size = key_field("model.hidden_size", label="Hidden size")
+    num_attention_heads = key_field("model.num_attention_heads", label="Attention heads")
+    num_kv_heads = key_field("model.num_kv_heads", label="KV heads")
+    ffn_hidden_size = key_field("model.ffn_hidden_size", label="FFN hidden size")
+    vocab_size = key_field("model.vocab_size", label="Vocabulary size")
     gated_mlp = forms.BooleanField(required=False, label="Gated MLP (SwiGLU)")
     tied_embeddings = forms.BooleanField(required=False, label="Tied embeddings")
-    seq_len = _integer(label="Sequence length", help_text="Tokens per sequence")
+    seq_len = key_field("model.seq_len", label="Sequence length")
     tokens = forms.CharField(
         required=False, label="Tokens to train", help_text="e.g. 2T, 300B or 2e12"
     )
-    global_batch_size = _integer(label="Global batch size", help_text="Sequences per step")
+    global_batch_size = key_field("training.global_batch_size", label="Global batch size")
     precision = forms.ChoiceField(choices=PRECISIONS, initial="bf16")
     training_method = forms.ChoiceField(
-        choices=TRAINING_METHODS, initial="full", required=False, label="Training method"
-    )
-    lora_rank = forms.IntegerField(
-        required=False, min_value=1, initial=DEFAULT_LORA_RANK, label="LoRA rank",
-        help_text="LoRA and QLoRA: the adapters' rank r (blank: 16)",
+        choices=TRAINING_METHODS, initial=schema.default("training.method.type"),
+        required=False, label="Training method",
     )  # fmt: skip
+    lora_rank = key_field("training.method.rank", initial=DEFAULT_LORA_RANK, label="LoRA rank")
     lora_targets = forms.ChoiceField(
         choices=LORA_TARGETS, initial="both", required=False, label="LoRA targets",
-        help_text="LoRA and QLoRA: the weight matrices that get adapters",
+        help_text=schema.key("training.method.targets").help,
     )  # fmt: skip
-    frozen_layers = forms.IntegerField(
-        required=False, min_value=0, initial=0, label="Frozen layers",
-        help_text="Full training: the bottom layers kept fixed (0: none)",
-    )  # fmt: skip
+    frozen_layers = key_field(
+        "training.method.frozen_layers",
+        initial=schema.default("training.method.frozen_layers"),
+        label="Frozen layers",
+    )
     frozen_embeddings = forms.BooleanField(
-        required=False, label="Frozen embeddings", help_text="Full training only"
-    )
+        required=False, label="Frozen embeddings",
+        help_text=schema.key("training.method.frozen_embeddings").help,
+    )  # fmt: skip
     optimizer = forms.ChoiceField(
-        choices=OPTIMIZERS, initial="adamw", required=False, label="Optimizer"
-    )
+        choices=labelled("training.optimizer", dict(OPTIMIZERS)),
+        initial=schema.default("training.optimizer"), required=False, label="Optimizer",
+    )  # fmt: skip
     offload = forms.ChoiceField(
-        choices=OFFLOAD_MODES, initial="none", required=False, label="CPU offload",
-        help_text="What waits in host memory between steps (DeepSpeed ZeRO-Offload style)",
+        choices=labelled("training.offload", dict(OFFLOAD_MODES)),
+        initial=schema.default("training.offload"), required=False, label="CPU offload",
+        help_text=schema.key("training.offload").help,
     )  # fmt: skip
     accelerator = forms.ChoiceField()
-    num_gpus = _integer(required=True, label="Number of GPUs", max_value=1_000_000)
+    num_gpus = key_field("cluster.num_gpus", required=True, label="Number of GPUs")
     parallelism_mode = forms.ChoiceField(
         choices=(("auto", "Auto: the fastest layout that fits"), ("manual", "Explicit layout")),
         initial="auto",
@@ -138,7 +197,7 @@ class ScenarioForm(forms.Form):
     )
     framework = forms.ChoiceField(
         choices=FRAMEWORKS,
-        initial="auto",
+        initial=schema.default("framework"),
         required=False,
         label="Framework",
         help_text="What the layout search may use, and the software stack whose measured "
@@ -148,31 +207,31 @@ class ScenarioForm(forms.Form):
         "unsharded) at the median speed of the calibrated stacks, its band widened by the "
         "spread between them",
     )
-    tp = _integer(label="TP", help_text="Tensor parallel")
-    pp = _integer(label="PP", help_text="Pipeline parallel")
-    dp = _integer(label="DP", help_text="Blank: GPUs / (TP x PP x CP)")
-    cp = _integer(label="CP", help_text="Context parallel")
-    ep = _integer(label="EP", help_text="Expert parallel")
-    micro_batch_size = _integer(label="Micro batch")
+    tp = key_field("parallelism.tp", label="TP")
+    pp = key_field("parallelism.pp", label="PP")
+    dp = key_field("parallelism.dp", label="DP", help_text="Blank: GPUs / (TP x PP x CP)")
+    cp = key_field("parallelism.cp", label="CP")
+    ep = key_field("parallelism.ep", label="EP")
+    micro_batch_size = key_field("parallelism.micro_batch_size", label="Micro batch")
     zero_stage = forms.ChoiceField(
-        choices=ZERO_STAGES, initial="1", required=False, label="ZeRO stage"
-    )
+        choices=ZERO_STAGES, initial=str(ZERO_STAGE_INITIAL), required=False,
+        label="ZeRO stage", help_text=schema.key("parallelism.zero_stage").help,
+    )  # fmt: skip
     recompute = forms.ChoiceField(
-        choices=RECOMPUTE, initial="selective", required=False, label="Recompute"
-    )
-    framework_overhead = forms.FloatField(
-        min_value=0,
-        max_value=2,
-        initial=0.10,
+        choices=RECOMPUTE, initial=RECOMPUTE_INITIAL, required=False,
+        label="Recompute",
+    )  # fmt: skip
+    framework_overhead = key_field(
+        "margins.framework_overhead",
+        required=True,
+        initial=schema.default("margins.framework_overhead"),
         label="Overhead margin",
-        help_text="Framework overhead: fraction added to step time (0.10)",
     )
-    network_jitter = forms.FloatField(
-        min_value=0,
-        max_value=2,
-        initial=0.05,
+    network_jitter = key_field(
+        "margins.network_jitter",
+        required=True,
+        initial=schema.default("margins.network_jitter"),
         label="Network jitter",
-        help_text="Fraction added to step time at 1,024 GPUs; 0 in one node, up to 2x (0.05)",
     )
     pue = forms.DecimalField(
         max_digits=4, decimal_places=2, initial=Decimal("1.20"), label="PUE",
@@ -404,11 +463,12 @@ class ScenarioForm(forms.Form):
         layout: dict[str, Any] = copy.deepcopy(base) if isinstance(base, dict) else {}
         for name in ("tp", "pp", "micro_batch_size"):
             layout[name] = data[name]
-        layout["cp"], layout["ep"] = data.get("cp") or 1, data.get("ep") or 1
+        for name in ("cp", "ep"):
+            layout[name] = data.get(name) or schema.default(f"parallelism.{name}")
         split = layout["tp"] * layout["pp"] * layout["cp"]
         layout["dp"] = data.get("dp") or max(num_gpus // split, 1)
-        layout["zero_stage"] = int(data.get("zero_stage") or 1)
-        layout["recompute"] = data.get("recompute") or "selective"
+        layout["zero_stage"] = int(data.get("zero_stage") or ZERO_STAGE_INITIAL)
+        layout["recompute"] = data.get("recompute") or RECOMPUTE_INITIAL
         return layout
 
     def spec(self) -> dict[str, Any]:
@@ -467,8 +527,9 @@ class ScenarioForm(forms.Form):
 
     def _framework(self) -> dict[str, Any]:
         """The ``framework`` key, left out for the default "auto" (as the contract's)."""
-        chosen = self.cleaned_data.get("framework") or "auto"
-        return {} if chosen == "auto" else {"framework": chosen}
+        default = schema.default("framework")
+        chosen = self.cleaned_data.get("framework") or default
+        return {} if chosen == default else {"framework": chosen}
 
     def service_arguments(self) -> dict[str, Any]:
         """Keyword arguments shared by ``scenario_create`` and ``scenario_update``."""
@@ -490,7 +551,7 @@ class ScenarioForm(forms.Form):
 def _spec_initial(spec: Mapping[str, Any], model_preset: str) -> dict[str, Any]:
     """The form's fields for a scenario in the contract's format (its row's fields aside)."""
     layout = spec["parallelism"]
-    margins = spec.get("margins", {})
+    margins = {**schema.defaults("margins"), **spec.get("margins", {})}
     initial: dict[str, Any] = {
         "model_preset": preset_matching(spec["model"], model_preset) or CUSTOM,
         "seq_len": spec["model"]["seq_len"],
@@ -500,17 +561,17 @@ def _spec_initial(spec: Mapping[str, Any], model_preset: str) -> dict[str, Any]:
         "accelerator": spec["cluster"]["accelerator"],
         "num_gpus": spec["cluster"]["num_gpus"],
         "parallelism_mode": "auto" if layout == "auto" else "manual",
-        "framework": spec.get("framework", "auto"),
-        "framework_overhead": margins.get("framework_overhead", 0.10),
-        "network_jitter": margins.get("network_jitter", 0.05),
+        "framework": spec.get("framework", schema.default("framework")),
+        "framework_overhead": margins["framework_overhead"],
+        "network_jitter": margins["network_jitter"],
         **_model_initial(spec["model"]),
         **training_options_initial(spec["training"]),
         **_measurement_initial(spec),
     }
     if isinstance(layout, dict):
         initial.update({key: layout.get(key) for key in LAYOUT_FIELDS})
-        initial["zero_stage"] = str(layout.get("zero_stage", 1))
-        initial["recompute"] = layout.get("recompute", "selective")
+        initial["zero_stage"] = str(layout.get("zero_stage", ZERO_STAGE_INITIAL))
+        initial["recompute"] = layout.get("recompute", RECOMPUTE_INITIAL)
     return initial
 
 

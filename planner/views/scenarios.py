@@ -13,6 +13,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from estimator.core import schema
 from planner import selectors, services
 from planner.breakdowns import training_summary
 from planner.errors import NotAllowed, PlannerError
@@ -31,8 +32,8 @@ from planner.views.common import can_author, forbidden
 from planner.views.figures import layout_parts, run_figures
 from planner.views.reads import tokens_text
 
-#: The estimator's documented defaults, shown when a scenario leaves its margins out.
-DEFAULT_MARGINS = {"framework_overhead": 0.10, "network_jitter": 0.05}
+#: The scenario schema's defaults, shown when a scenario leaves its margins out.
+DEFAULT_MARGINS = schema.defaults("margins")
 
 
 def _author_project(request: HttpRequest, pk: int) -> Project:
