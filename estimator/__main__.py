@@ -1,5 +1,6 @@
 """Command line: ``python -m estimator estimate [--uncertainty] FILE|-``, ``search FILE|-
-[--top K] [--objective time|cost]``, ``levers FILE|-`` and ``catalog``.
+[--top K] [--objective time|cost]``, ``levers FILE|-`` and ``catalog``; ``calibrate`` and
+``accuracy`` refit the calibration and write its accuracy report, docs/accuracy.md.
 
 Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
 stdout then.
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from estimator.calibration import cli as calibration_cli
 from estimator.core import ScenarioError, estimate, load_catalog, search
 from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         "levers", help="single changes that save time or money (JSON file or '-')"
     )
     lever.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
+    calibration_cli.add_commands(commands)
     args = parser.parse_args(argv)
     try:
         return _command(args)
@@ -108,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
+    if args.command in calibration_cli.COMMANDS:
+        return calibration_cli.run(args)
     if args.command == "search":
         return _search(args.scenario, args.top, args.objective)
     if args.command == "estimate":
