@@ -37,7 +37,7 @@ lint: install
 	$(VENV)/bin/mypy .
 
 accuracy: install  ## refit every family, cross-validate by source, rewrite docs/accuracy.md
-	$(PY) scripts/accuracy_report.py --fit
+	$(PY) -m estimator calibrate
 
 bench: install  ## print the estimator's speed figures
 	$(PY) benchmarks/bench_estimator.py

@@ -1,6 +1,7 @@
 """Command line: ``python -m estimator estimate [--uncertainty] FILE|-``, ``search FILE|-
 [--top K] [--objective time|cost]``, ``levers FILE|-``, ``catalog`` and ``schema-docs
-[--write]`` (docs/scenario-keys.md from the scenario schema).
+[--write]`` (docs/scenario-keys.md from the scenario schema); ``calibrate`` and ``accuracy``
+refit the calibration and write its accuracy report, docs/accuracy.md.
 
 Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
 stdout then.
@@ -14,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from estimator.calibration import cli as calibration_cli
 from estimator.core import ScenarioError, estimate, load_catalog, search
 from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
@@ -111,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     lever.add_argument("scenario", help="scenario JSON file, or '-' for stdin")
     docs = commands.add_parser("schema-docs", help="docs/scenario-keys.md from the schema")
     docs.add_argument("--write", action="store_true", help=f"write it over {DOC_PATH.name}")
+    calibration_cli.add_commands(commands)
     args = parser.parse_args(argv)
     try:
         return _command(args)
@@ -121,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(args: argparse.Namespace) -> int:
+    if args.command in calibration_cli.COMMANDS:
+        return calibration_cli.run(args)
     if args.command == "search":
         return _search(args.scenario, args.top, args.objective)
     if args.command == "estimate":

@@ -2,7 +2,7 @@
 
 Nothing here names a model, a case or a source: every scenario on the same accelerator
 family gets the same numbers. Each family starts from physical assumptions (:data:`PRIORS`,
-with their reasons); ``scripts/accuracy_report.py --fit`` fits a few of them per family to
+with their reasons); ``python -m estimator calibrate`` fits a few of them per family to
 the published measurements (``../shared/calibration`` and ``estimator/calibration/cases``)
 and writes the result, with each family's leave-one-source-out error, to
 ``estimator/data/calibration.json``, which this module reads. docs/methodology.md
@@ -282,7 +282,7 @@ def _mamf_scale(family: str) -> float:
     return HARDWARE_LIMITS[family]["gemm"].value / HARDWARE_LIMITS["nvidia-hopper"]["gemm"].value
 
 
-#: Where ``scripts/accuracy_report.py --fit`` writes the fitted values and the
+#: Where ``python -m estimator calibrate`` writes the fitted values and the
 #: cross-validated error of each family (generated, never edited by hand).
 FIT_PATH = Path(__file__).resolve().parent.parent / "data" / "calibration.json"
 

@@ -25,7 +25,8 @@ also covers (each a separate part of the estimate's ``whole_run``):
 
 Nothing here names a run: the constants are physical assumptions with their reasons, and
 ``allocation_idle`` (the saturated share) is the one figure fitted to published runs
-(``scripts/whole_run_fit.py``, ``estimator/data/whole_run.json``; docs/accuracy.md lists
+(``python -m estimator calibrate --whole-runs-only``,
+``estimator/data/whole_run.json``; docs/accuracy.md lists
 every run with its error and the leave-one-out figures).
 """
 

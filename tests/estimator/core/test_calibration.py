@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 from numpy.testing import assert_allclose
 
+from estimator.calibration.families import fit_family, predict
+from estimator.calibration.loading import Prepared
 from estimator.core import calibration, estimate, validate_scenario
 from estimator.core.calibration import (
     PRIORS,
@@ -198,16 +200,11 @@ def test_load_fits_reads_back_a_synthetic_fit_file(tmp_path: Path) -> None:
     assert calibration._load_fits(tmp_path / "absent.json") == ({}, {})
 
 
-def test_a_fit_of_synthetic_measurements_recovers_gemm_and_attention(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_fit_of_synthetic_measurements_recovers_gemm_and_attention(tmp_path: Path) -> None:
     """Throughputs the model itself predicts at gemm 0.62 and attention 0.28, on layouts
     whose attention share differs (2k to 16k tokens per sequence), are fitted back to 2 %
-    by the project's fit (``scripts/calibration_fit.py``), written in the fit file's format
-    and read back through :mod:`calibration` to predictions within 1 %."""
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    import calibration_fit as fitting
-
+    by the project's fit (:mod:`estimator.calibration.families`), written in the fit file's
+    format and read back through :mod:`calibration` to predictions within 1 %."""
     layouts = [
         (2048, {"tp": 1, "pp": 1, "dp": 16, "micro_batch_size": 2}),
         (4096, {"tp": 2, "pp": 1, "dp": 8, "micro_batch_size": 1}),
@@ -215,7 +212,7 @@ def test_a_fit_of_synthetic_measurements_recovers_gemm_and_attention(
         (16384, {"tp": 4, "pp": 1, "dp": 4, "micro_batch_size": 1}),
     ]
     cases = [
-        fitting.Prepared(
+        Prepared(
             case={"id": f"synthetic-{seq_len}", "source_group": f"synthetic-{seq_len}"},
             scenario=validate_scenario(
                 scenario(SMALL, model={"seq_len": seq_len}, parallelism=layout)
@@ -227,8 +224,8 @@ def test_a_fit_of_synthetic_measurements_recovers_gemm_and_attention(
     prior = PRIORS["nvidia-hopper"]
     truth = with_fitted(prior, {"gemm": 0.62, "attention": 0.28})
     for case in cases:
-        case.measured = fitting.predict(case, truth)
-    fitted = fitting.fit_family("nvidia-hopper", cases)
+        case.measured = predict(case, truth)
+    fitted = fit_family("nvidia-hopper", cases)
     assert_allclose(fitted["gemm"], 0.62, rtol=0.02)
     assert_allclose(fitted["attention"], 0.28, rtol=0.02)
 
@@ -238,7 +235,7 @@ def test_a_fit_of_synthetic_measurements_recovers_gemm_and_attention(
     fits, _ = calibration._load_fits(path)
     recovered = with_fitted(prior, fits["nvidia-hopper"].fitted)
     for case in cases:
-        error = math.log(fitting.predict(case, recovered) / case.measured)
+        error = math.log(predict(case, recovered) / case.measured)
         assert abs(error) < 0.01, case.case["id"]
 
 

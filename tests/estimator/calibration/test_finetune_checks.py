@@ -1,19 +1,12 @@
-"""scripts/finetune_checks.py: the estimator against published fine-tuning figures (QLoRA
-paper, torchtune, PEFT, ...), each within the tolerance its row states."""
+"""estimator.calibration.finetune_checks: the estimator against published fine-tuning
+figures (QLoRA paper, torchtune, PEFT, ...), each within the tolerance its row states."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
+from estimator.calibration import finetune_checks as checks
 from estimator.core import validate_scenario
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import finetune_checks as checks  # noqa: E402
 
 ROWS = checks.load_checks()
 BY_ID = {row["id"]: row for row in ROWS}

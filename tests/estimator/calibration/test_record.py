@@ -1,35 +1,36 @@
-"""scripts/accuracy_report.py: the Monte Carlo's spread for families without measurements
+"""estimator.calibration.record: the Monte Carlo's spread for families without measurements
 comes from the fit's prior-only predictions, and the estimator runs on it."""
 
 from __future__ import annotations
 
 import copy
 import math
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from estimator.calibration.loading import load_cases
+from estimator.calibration.record import (
+    load_fit,
+    prior_only_errors,
+    unmeasured_sigma_problem,
+    unmeasured_spread,
+)
+from estimator.calibration.spread import Z_80
 from estimator.core import calibration
 from estimator.core.montecarlo import Uncertainty
 from estimator.core.scenario import Margins
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import accuracy_report as report  # noqa: E402
-
-SHARED_CASES = ROOT.parent / "shared" / "calibration" / "cases.jsonl"
+from .sample_cases import SHARED_CASES
 
 
 def shipped_record() -> dict[str, Any]:
-    return report.load_fit()
+    return load_fit()
 
 
 def test_the_estimator_runs_on_the_spread_the_fit_measured() -> None:
     record = shipped_record()
-    assert report.unmeasured_sigma_problem(record) is None
+    assert unmeasured_sigma_problem(record) is None
     assert record["unmeasured"]["sigma"] == calibration.UNMEASURED_SIGMA
     # ... and so does the Monte Carlo, for a family nobody measured.
     named = calibration.calibrated_stacks()[0]  # a stated stack: no between-stack spread
@@ -40,8 +41,8 @@ def test_the_estimator_runs_on_the_spread_the_fit_measured() -> None:
 @pytest.mark.skipif(not SHARED_CASES.exists(), reason="needs ../shared/calibration")
 def test_the_stored_spread_is_the_measurement_of_the_stored_predictions() -> None:
     record = shipped_record()
-    cases = report.fitting.load_cases(SHARED_CASES)
-    measured = report.unmeasured_spread(cases, record["out_of_sample"])
+    cases = load_cases(SHARED_CASES)
+    measured = unmeasured_spread(cases, record["out_of_sample"])
     assert measured == record["unmeasured"]
     single = [f for f, entry in record["families"].items() if entry["sources"] == 1]
     assert measured["families"] == sorted(single)
@@ -50,11 +51,11 @@ def test_the_stored_spread_is_the_measurement_of_the_stored_predictions() -> Non
 def test_a_spread_that_differs_from_the_estimators_fails_the_report() -> None:
     record = copy.deepcopy(shipped_record())
     record["unmeasured"]["sigma"] = calibration.UNMEASURED_SIGMA + 0.05
-    problem = report.unmeasured_sigma_problem(record)
+    problem = unmeasured_sigma_problem(record)
     assert problem is not None
     assert "UNMEASURED_SIGMA" in problem
     del record["unmeasured"]
-    assert "make accuracy" in (report.unmeasured_sigma_problem(record) or "")
+    assert "make accuracy" in (unmeasured_sigma_problem(record) or "")
 
 
 def synthetic_case(case_id: str, source: str, accelerator: str, measured: float) -> dict:
@@ -82,7 +83,7 @@ def test_only_families_with_a_single_source_count_as_prior_only() -> None:
         synthetic_case("h2", "y", "H100-SXM", 100.0),
     ]
     predicted = {"a1": 150.0, "a2": 80.0, "h1": 300.0, "h2": 10.0}
-    families, errors = report.prior_only_errors(cases, predicted)
+    families, errors = prior_only_errors(cases, predicted)
     assert families == ["amd-cdna2"]
     assert errors == pytest.approx([math.log(1.5), math.log(0.8)], rel=1e-12)
 
@@ -90,9 +91,9 @@ def test_only_families_with_a_single_source_count_as_prior_only() -> None:
 def test_unmeasured_spread_is_kept_to_the_step() -> None:
     # Errors of +-0.3846 give P80 |e| / 1.2816 = 0.3001: stored as 0.3.
     cases = [synthetic_case(f"a{i}", "one", "MI250X", 100.0) for i in range(4)]
-    error = 0.3 * report.fitting.Z_80 + 1e-4
+    error = 0.3 * Z_80 + 1e-4
     predicted = {f"a{i}": 100.0 * math.exp(error * (-1) ** i) for i in range(4)}
-    entry = report.unmeasured_spread(cases, predicted)
+    entry = unmeasured_spread(cases, predicted)
     assert entry["sigma"] == 0.3
     assert entry["measured"] == pytest.approx(0.3001, abs=1e-4)
     assert entry["cases"] == 4
@@ -104,27 +105,4 @@ def test_unmeasured_spread_needs_a_prior_only_prediction() -> None:
         synthetic_case("h2", "y", "H100-SXM", 90.0),
     ]
     with pytest.raises(ValueError, match="single source"):
-        report.unmeasured_spread(cases, {"h1": 100.0, "h2": 100.0})
-
-
-@pytest.mark.skipif(not SHARED_CASES.exists(), reason="needs ../shared/calibration")
-def test_the_report_stops_before_scoring_when_the_constant_differs(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    monkeypatch.setattr(calibration, "UNMEASURED_SIGMA", calibration.UNMEASURED_SIGMA + 0.05)
-    output = tmp_path / "accuracy.md"
-    assert report.main([str(SHARED_CASES.parent), "--output", str(output)]) == 1
-    assert not output.exists()
-    assert "UNMEASURED_SIGMA" in capsys.readouterr().err
-
-
-def test_cases_not_scored_are_listed_with_their_reason_and_evidence() -> None:
-    case = {
-        "id": "x",
-        "flags": ["contradicted_by_publication"],
-        "measured": {"tokens_per_s_per_gpu": 1.0},
-        "excluded_because": "the paper says half",
-    }
-    lines = report.not_scored_section([case])
-    assert "| `x` | flag contradicted_by_publication | the paper says half |" in lines
-    assert report.not_scored_section([]) == []
+        unmeasured_spread(cases, {"h1": 100.0, "h2": 100.0})

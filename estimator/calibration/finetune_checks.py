@@ -8,23 +8,20 @@ its setup (``assumptions`` say what the source leaves open), what to compare and
 asserted rows, the tolerance the tests hold the estimator to. Rows without a ``check``
 (encoder models, rules of bytes per parameter the unit tests cover) are listed only.
 
-Usage: ``python scripts/finetune_checks.py`` prints the table.
+``python -m estimator accuracy --finetune-only`` prints the table; the accuracy report
+renders it (:func:`finetune_section`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from estimator.core import estimate
 
-from estimator.core import estimate  # noqa: E402
-
-CHECKS_PATH = ROOT / "estimator" / "calibration" / "finetune_checks.jsonl"
+CHECKS_PATH = Path(__file__).resolve().parent / "finetune_checks.jsonl"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,13 +135,55 @@ def table_rows(results: list[CheckResult]) -> list[str]:
     return lines
 
 
-def main() -> int:
+def print_checks() -> None:
+    """Print the table's rows and the summary (``python -m estimator accuracy
+    --finetune-only``)."""
     results = checked_rows()
     for line in table_rows(results):
         print(line)
     print(json.dumps(summary(results)))
-    return 0
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def finetune_section() -> list[str]:
+    """Fine-tuning memory, fits and throughput against published figures: the accuracy
+    report's section.
+
+    Returns
+    -------
+    list of str
+        Markdown lines.
+    """
+    results = checked_rows()
+    counts = summary(results)
+    listed = len(load_checks())
+    median = counts["memory_median_abs_error"]
+    return [
+        "## Fine-tuning: LoRA, QLoRA, optimizers",
+        "",
+        f"`estimator/calibration/finetune_checks.jsonl` holds {listed} published figures of "
+        "fine-tuning memory, fits and throughput (the QLoRA paper, torchtune's READMEs and "
+        "tutorials, PEFT, the Hugging Face 4-bit blog, LLaMA-Factory, Unsloth, DeepSpeed, "
+        f"the optimizer papers), each with its source and quote. {counts['rows']} carry a "
+        "scenario that expresses their setup (the rest are bytes-per-parameter rules the "
+        "unit tests check, or encoder models). A row is **asserted** - the tests hold the "
+        "estimator to it - when the source states the statistic it measured and every "
+        "setting that moves the figure, and the estimator models them all; the others are "
+        "**reported**, with what the estimator leaves out (paged optimizers, the optimizer "
+        "step fused into the backward, chunked cross-entropy, activation offloading, "
+        "attention without FlashAttention, unstated settings). Memory is compared as the "
+        "source measured it: the whole device for reserved figures, the tensors alone "
+        "(without the CUDA context and allocator reserve) for allocated or active peaks "
+        "and for figures that do not say; `difference` rows compare the change from a "
+        "baseline row of the same table, which cancels any constant of the statistic.",
+        "",
+        f"Asserted: **{counts['asserted_ok']} of {counts['asserted']}** hold. Reported: "
+        f"{counts['reported_ok']} of {counts['rows'] - counts['asserted']} within the "
+        "row's tolerance or verdict. Median absolute error of the asserted memory rows: "
+        + (f"**{median:.0%}**." if median is not None else "-."),
+        "",
+        "| row | published | estimate | error | tolerance | holds | source | setup and "
+        "assumptions |",
+        "| --- | --- | --- | ---: | ---: | --- | --- | --- |",
+        *table_rows(results),
+        "",
+    ]

@@ -1,21 +1,16 @@
-"""scripts/whole_run_fit.py: the published whole runs, and the one figure fitted to them."""
+"""estimator.calibration.whole_runs: the published whole runs, and the one figure fitted
+to them."""
 
 from __future__ import annotations
 
 import copy
 import math
-import sys
-from pathlib import Path
 
 import pytest
 from numpy.testing import assert_allclose
 
+from estimator.calibration import whole_runs as fitting
 from estimator.core import estimate, validate_scenario
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "scripts"))
-
-import whole_run_fit as fitting  # noqa: E402
 
 RUN_KEYS = {"id", "source", "source_group", "scenario", "measured", "measured_basis", "covers"}
 

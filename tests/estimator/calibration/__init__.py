@@ -1,0 +1,1 @@
+"""Tests of estimator.calibration: no database, no Django."""
