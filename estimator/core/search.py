@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from estimator.core.compare import alternatives, with_comparisons
+from estimator.core.costing import cost_of
 from estimator.core.errors import ScenarioError
 from estimator.core.explicit import FORMAT_VERSION, estimate_scenario
 from estimator.core.frameworks import profile_for, stack_assumed
@@ -94,7 +95,7 @@ def _rank_key(result: Mapping[str, Any], objective: str) -> tuple[Any, ...]:
 
 def _with_cost(result: dict[str, Any], price: float | None) -> dict[str, Any]:
     if price is not None:
-        result["cost"] = {"price_per_gpu_hour": price, "total": result["gpu_hours"] * price}
+        result["cost"] = {"price_per_gpu_hour": price, "total": cost_of(result["gpu_hours"], price)}
     return result
 
 
