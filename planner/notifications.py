@@ -21,9 +21,13 @@ from django.core.mail.handler import DEFAULT_MAILER_ALIAS
 from django.db import models, transaction
 from django.utils import timezone
 
+from planner import celery as broker
 from planner.models import BudgetRequest, Membership, Notification, NotificationStatus, Role
 
 logger = logging.getLogger(__name__)
+
+#: The task that sends a notification (``planner.tasks``), sent by this name.
+SEND_NOTIFICATION_TASK = "planner.send_notification"
 
 
 def _approver_addresses(request: BudgetRequest) -> list[str]:
@@ -44,12 +48,8 @@ def _send(subject: str, body: str, recipients: list[str]) -> None:
 def notification_dispatch(*, notification_id: int) -> bool:
     """Hand the notification to a worker; False (the dispatcher sends it later) when the
     broker cannot be reached. Never raises: it runs after the commit of a request."""
-    # Imported here: the task module imports this one.
-    from planner.celery import publish
-    from planner.tasks import send_notification_task
-
     try:
-        publish(send_notification_task, notification_id)
+        broker.publish(SEND_NOTIFICATION_TASK, notification_id)
     except Exception as error:  # the broker's errors vary by transport; any means "not sent"
         logger.warning(
             "notification %s is saved but not sent to a worker (%s: %s); the dispatcher "

@@ -32,6 +32,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, validate_scenario
+from planner import celery as broker
 from planner.capacity import (
     PricedOption,
     capacity_options,
@@ -68,6 +69,12 @@ logger = logging.getLogger(__name__)
 #: The largest cluster a plan searches: beyond any published training run (Llama 3 405B
 #: trained on 16,384 H100s; the largest announced clusters hold ~100,000). [accelerators]
 MAX_PLAN_GPUS = 100_000
+
+#: The tasks of a plan (``planner.tasks``), sent by these names: the one that sends its
+#: chunks' tasks, a chunk's search, and the merge of a plan whose chunks are all done.
+CAPACITY_DISPATCH_TASK = "planner.capacity_dispatch"
+CAPACITY_CHUNK_TASK = "planner.capacity_chunk"
+CAPACITY_MERGE_TASK = "planner.capacity_merge"
 
 
 class PlanNotCancellable(PlannerError):
@@ -312,11 +319,8 @@ def plan_send(*, plan_id: int) -> bool:
     """After the plan's commit, send one task that sends its chunks' tasks from a worker:
     the request publishes once, whatever the plan's size. Never raises; when the broker
     cannot be reached the chunks stay unsent and the dispatcher sends them."""
-    from planner.celery import publish
-    from planner.tasks import capacity_dispatch_task
-
     try:
-        publish(capacity_dispatch_task, plan_id, task_id=_new_task_id())
+        broker.publish(CAPACITY_DISPATCH_TASK, plan_id, task_id=_new_task_id())
     except Exception as error:  # the broker's errors vary by transport; any means "not sent"
         logger.warning(
             "plan %s is saved but its tasks were not sent (%s: %s); the dispatcher sends "
@@ -335,16 +339,13 @@ def plan_dispatch(*, plan_id: int) -> int:
     The rows are locked while they are sent (others' locked rows skipped), so the
     dispatcher and the plan's own send never both send a chunk. Never raises.
     """
-    from planner.celery import publish_many
-    from planner.tasks import capacity_chunk_task
-
     with transaction.atomic():
         unsent = CapacityPlanChunk.objects.select_for_update(skip_locked=True).filter(
             plan_id=plan_id, status=ChunkStatus.QUEUED, dispatched_at=None
         )
         pending = list(unsent.order_by("index").values_list("pk", "task_id"))
-        calls: list[tuple[tuple[object, ...], str]] = [((pk,), task) for pk, task in pending]
-        sent, error = publish_many(capacity_chunk_task, calls)
+        calls: list[tuple[tuple[object, ...], str | None]] = [((pk,), t) for pk, t in pending]
+        sent, error = broker.publish_many(CAPACITY_CHUNK_TASK, calls)
         if error is not None:
             logger.warning(
                 "plan %s: %d of its chunks were not sent (%s: %s); the dispatcher sends them "
@@ -457,11 +458,8 @@ def _plan_fail(chunk: CapacityPlanChunk, error: str) -> None:
 
 
 def _merge_send(*, plan_id: int) -> bool:
-    from planner.celery import publish
-    from planner.tasks import capacity_merge_task
-
     try:
-        publish(capacity_merge_task, plan_id, task_id=_new_task_id())
+        broker.publish(CAPACITY_MERGE_TASK, plan_id, task_id=_new_task_id())
     except Exception as error:
         logger.warning(
             "plan %s: the merge task was not sent (%s: %s); the dispatcher sends it",

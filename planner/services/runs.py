@@ -29,6 +29,7 @@ from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from estimator.core.sensitivity import sensitivity
+from planner import celery as broker
 from planner.bill import input_pipeline, whole_bill
 from planner.budget_figures import budget_figures, cost_of
 from planner.capacity import node_size
@@ -50,20 +51,18 @@ from pricing.selectors import money_convert
 
 logger = logging.getLogger(__name__)
 DEFAULT_SAMPLES = 4000
+#: The task that executes a run (``planner.tasks``), sent by this name.
+ESTIMATION_RUN_TASK = "planner.estimation_run"
 
 
 def run_dispatch(*, run_id: int) -> bool:
     """Send the run's task to the broker; False, and the run left for the dispatcher, when
     the broker cannot be reached. Never raises: it runs after the commit of a request."""
-    # Imported here: the task module imports this one.
-    from planner.celery import publish
-    from planner.tasks import estimation_run_task
-
     run = EstimationRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).first()
     if run is None:
         return False
     try:
-        publish(estimation_run_task, run_id, task_id=run.task_id)
+        broker.publish(ESTIMATION_RUN_TASK, run_id, task_id=run.task_id)
     except Exception as error:  # the broker's errors vary by transport; any means "not sent"
         logger.warning(
             "run %s is saved but its task was not sent (%s: %s); the dispatcher sends it "
