@@ -44,7 +44,7 @@ from planner.capacity import (
 )
 from planner.errors import PlannerError
 from planner.lib.actors import Actor, actor_user
-from planner.lib.heartbeat import gone_quiet, heartbeat
+from planner.lib.jobs import gone_quiet, heartbeat
 from planner.models import (
     CapacityPlan,
     CapacityPlanChunk,

@@ -35,7 +35,7 @@ from planner.budget_figures import budget_figures, cost_of
 from planner.capacity import node_size
 from planner.errors import PlannerError, RunNotRetryable
 from planner.lib.actors import Actor, actor_user
-from planner.lib.heartbeat import gone_quiet, heartbeat
+from planner.lib.jobs import gone_quiet, heartbeat
 from planner.models import (
     WORKER_LOST,
     EstimationRun,
