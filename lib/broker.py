@@ -21,26 +21,25 @@ _PUBLISH_TRANSPORT_OPTIONS = {
 }
 
 
-def publish(task: Any, *args: object, task_id: str | None = None) -> None:
-    """Send ``task(*args)`` to the broker once, or raise within about ``PUBLISH_TIMEOUT_S``.
+def publish(task: str, *args: object, task_id: str | None = None) -> None:
+    """Send the task registered as ``task`` with ``args`` to the broker once, or raise
+    within about ``PUBLISH_TIMEOUT_S``.
 
-    Celery's defaults would retry the connection and the publish for several seconds (and
-    longer still through the result store); callers keep an outbox row instead, which the
-    dispatcher sends later. In eager mode the task runs here and then.
+    Tasks are sent by name: the sender need not import the module that defines them. Celery's
+    defaults would retry the connection and the publish for several seconds (and longer still
+    through the result store); callers keep an outbox row instead, which the dispatcher sends
+    later. In eager mode the task runs here and then, and its own error is raised.
     """
-    if app.conf.task_always_eager:
-        task.apply_async(args, task_id=task_id)
-        return
-    with app.connection_for_write(
-        connect_timeout=PUBLISH_TIMEOUT_S, transport_options=_PUBLISH_TRANSPORT_OPTIONS
-    ) as connection:
-        task.apply_async(args, task_id=task_id, connection=connection, retry=False)
+    _sent, error = publish_many(task, [(args, task_id)])
+    if error is not None:
+        raise error
 
 
 def publish_many(
-    task: Any, calls: Sequence[tuple[tuple[object, ...], str]]
+    task: str, calls: Sequence[tuple[tuple[object, ...], str | None]]
 ) -> tuple[int, Exception | None]:
-    """Send ``task(*args)`` under each ``(args, task_id)`` over one connection, each once.
+    """Send the task registered as ``task`` with each ``(args, task_id)`` over one
+    connection, each once.
 
     Returns how many reached the broker and, when it failed part way, the error (the rest
     are left to the caller's outbox, as with :func:`publish`).
@@ -48,18 +47,36 @@ def publish_many(
     sent = 0
     try:
         if app.conf.task_always_eager:
+            registered = _registered(task)
             for args, task_id in calls:
-                task.apply_async(args, task_id=task_id)
+                registered.apply_async(args, task_id=task_id)
                 sent += 1
             return sent, None
         with app.connection_for_write(
             connect_timeout=PUBLISH_TIMEOUT_S, transport_options=_PUBLISH_TRANSPORT_OPTIONS
         ) as connection:
             for args, task_id in calls:
-                task.apply_async(args, task_id=task_id, connection=connection, retry=False)
+                app.send_task(
+                    task,
+                    args,
+                    task_id=task_id,
+                    connection=connection,
+                    retry=False,
+                    # What the task's own apply_async sends (no task overrides the setting);
+                    # left out, the sender would subscribe to a result nobody reads.
+                    ignore_result=app.conf.task_ignore_result,
+                )
                 sent += 1
     except Exception as error:  # the broker's errors vary by transport; any means "not sent"
         if app.conf.task_always_eager:
             raise  # in eager mode it is the task's own error, not the broker's
         return sent, error
     return sent, None
+
+
+def _registered(name: str) -> Any:
+    """The task registered as ``name``, to run in eager mode; the apps' task modules are
+    imported first where this process has not (a worker imports them when it starts)."""
+    if name not in app.tasks:
+        app.autodiscover_tasks(force=True)
+    return app.tasks[name]

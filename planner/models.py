@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from lib.appendonly import AppendOnlyModel
+from lib.jobs import Job, Outbox
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from organisations.models import Membership as Membership
 from organisations.models import Organisation as Organisation
@@ -172,7 +173,7 @@ class RunStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class EstimationRun(models.Model):
+class EstimationRun(Job):
     """One estimation of a scenario, run by a Celery worker.
 
     ``inputs`` and ``price`` are copies taken when the run started, so a later edit of the
@@ -281,7 +282,7 @@ def run_state(run: EstimationRun, *, now: datetime) -> RunState:
                 "Waiting for a worker: your run is saved and will start when workers are back.",
             )
         return RunState("waiting", "Waiting for a worker…")
-    last_sign = run.heartbeat_at or run.started_at
+    last_sign = run.last_sign
     if last_sign is not None and last_sign < heartbeat_stale_before(now):
         seconds = int((now - last_sign).total_seconds())
         return RunState("worker_lost", f"Worker lost, retrying: no heartbeat for {seconds} s.")
@@ -492,7 +493,7 @@ class NotificationStatus(models.TextChoices):
     FAILED = "failed", "Failed"
 
 
-class Notification(models.Model):
+class Notification(Outbox):
     """An e-mail written in the transaction of the change it announces (an outbox row).
 
     A Celery task sends it after the commit; when the broker was down, the dispatcher
@@ -617,7 +618,7 @@ class ChunkStatus(models.TextChoices):
     CANCELLED = "cancelled", "Cancelled"
 
 
-class CapacityPlanChunk(models.Model):
+class CapacityPlanChunk(Job):
     """One task's share of a plan: one accelerator's search over a few cluster sizes.
 
     Like a run, the row is its own outbox (``dispatched_at``) and only the task whose id it

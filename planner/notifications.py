@@ -7,7 +7,7 @@ configured mail backend (the console in development, SMTP in production; tests r
 ``django.core.mail.outbox``); a mail server that is down or refusing is tried again later, and
 mail that is not configured is a warning in the log. None of it can fail the request. Links
 are absolute, on ``settings.SITE_URL``: a mail client has no page to resolve ``/budgets/1/``
-against.
+against. The outbox is :mod:`lib.jobs`'s, for notifications as ``NOTIFICATION_JOBS``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,25 @@ from django.core.mail.handler import DEFAULT_MAILER_ALIAS
 from django.db import models, transaction
 from django.utils import timezone
 
+from lib import broker, jobs
 from planner.models import BudgetRequest, Membership, Notification, NotificationStatus, Role
 
 logger = logging.getLogger(__name__)
+
+#: The task that sends a notification (``planner.tasks``), sent by this name.
+SEND_NOTIFICATION_TASK = "planner.send_notification"
+#: Notifications as jobs: pending until sent or given up on. The task reads the pending row
+#: itself (no claim, no heartbeat) and Celery's retries count its tries, so each send has a
+#: new task id.
+NOTIFICATION_JOBS = jobs.JobKind(
+    model=Notification,
+    task=SEND_NOTIFICATION_TASK,
+    label="notification",
+    broker=broker,
+    queued=NotificationStatus.PENDING,
+    running=None,
+    task_ids=False,
+)
 
 
 def _approver_addresses(request: BudgetRequest) -> list[str]:
@@ -44,32 +60,12 @@ def _send(subject: str, body: str, recipients: list[str]) -> None:
 def notification_dispatch(*, notification_id: int) -> bool:
     """Hand the notification to a worker; False (the dispatcher sends it later) when the
     broker cannot be reached. Never raises: it runs after the commit of a request."""
-    # Imported here: the task module imports this one.
-    from lib.broker import publish
-    from planner.tasks import send_notification_task
-
-    try:
-        publish(send_notification_task, notification_id)
-    except Exception as error:  # the broker's errors vary by transport; any means "not sent"
-        logger.warning(
-            "notification %s is saved but not sent to a worker (%s: %s); the dispatcher "
-            "sends it when the broker is back",
-            notification_id,
-            type(error).__name__,
-            error,
-        )
-        return False
-    Notification.objects.filter(pk=notification_id, dispatched_at=None).update(
-        dispatched_at=timezone.now()
-    )
-    return True
+    return jobs.dispatch(NOTIFICATION_JOBS, notification_id)
 
 
 def notifications_dispatch() -> list[int]:
     """Hand every pending notification that never reached the broker to a worker."""
-    unsent = Notification.objects.filter(status=NotificationStatus.PENDING, dispatched_at=None)
-    ids = list(unsent.order_by("created_at").values_list("pk", flat=True)[:500])
-    return [pk for pk in ids if notification_dispatch(notification_id=pk)]
+    return jobs.dispatch_pending(NOTIFICATION_JOBS)
 
 
 def notification_send(*, notification_id: int) -> str:

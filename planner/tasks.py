@@ -1,4 +1,7 @@
-"""Celery tasks of the planner app. Tasks take ids, call a service and handle retries only."""
+"""Celery tasks of the planner app. Tasks take ids, call a service and handle retries only.
+
+The services send them by name (the constants they define, used here), so no service imports
+this module."""
 
 from __future__ import annotations
 
@@ -8,14 +11,23 @@ from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from planner.notifications import notification_give_up, notification_send, notifications_dispatch
+from planner.notifications import (
+    SEND_NOTIFICATION_TASK,
+    notification_give_up,
+    notification_send,
+    notifications_dispatch,
+)
 from planner.services.capacity_plans import (
+    CAPACITY_CHUNK_TASK,
+    CAPACITY_DISPATCH_TASK,
+    CAPACITY_MERGE_TASK,
     capacity_chunk_execute,
     capacity_plan_merge,
     capacity_plans_dispatch_pending,
     plan_dispatch,
 )
 from planner.services.runs import (
+    ESTIMATION_RUN_TASK,
     run_execute,
     run_fail_timeout,
     runs_dispatch_pending,
@@ -33,7 +45,7 @@ def ping() -> str:
     return "pong"
 
 
-@shared_task(name="planner.estimation_run", bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=ESTIMATION_RUN_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def estimation_run_task(self: Task, run_id: int) -> str:
     """Execute estimation run ``run_id``; returns its final status.
 
@@ -53,7 +65,7 @@ def estimation_run_task(self: Task, run_id: int) -> str:
     return run.status if run is not None else "skipped (finished or superseded)"
 
 
-@shared_task(name="planner.capacity_chunk", bind=True, acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=CAPACITY_CHUNK_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
 def capacity_chunk_task(self: Task, chunk_id: int) -> str:
     """Search one chunk of a capacity plan (a few cluster sizes of one accelerator).
 
@@ -69,21 +81,21 @@ def capacity_chunk_task(self: Task, chunk_id: int) -> str:
     )
 
 
-@shared_task(name="planner.capacity_dispatch", acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=CAPACITY_DISPATCH_TASK, acks_late=True, reject_on_worker_lost=True)
 def capacity_dispatch_task(plan_id: int) -> int:
     """Send the tasks of a new plan's chunks (from a worker, so the request sends one task
     whatever the plan's size); returns how many were sent."""
     return plan_dispatch(plan_id=plan_id)
 
 
-@shared_task(name="planner.capacity_merge", acks_late=True, reject_on_worker_lost=True)
+@shared_task(name=CAPACITY_MERGE_TASK, acks_late=True, reject_on_worker_lost=True)
 def capacity_merge_task(plan_id: int) -> str:
     """Price every point of a plan whose chunks are all done and store its result."""
     return capacity_plan_merge(plan_id=plan_id)
 
 
 @shared_task(
-    name="planner.send_notification",
+    name=SEND_NOTIFICATION_TASK,
     bind=True,
     acks_late=True,
     autoretry_for=MAIL_TRANSIENT_ERRORS,

@@ -4,7 +4,7 @@
 writes the plan and its chunks (:func:`planner.capacity.plan_chunks`); once committed, each
 chunk's task is sent (``planner.capacity_chunk``). A request never searches: it writes rows.
 
-Each chunk row is its own outbox, as a run is (:mod:`planner.services.runs`): it holds the
+Each chunk row is its own outbox, as a run is (:mod:`lib.jobs`): it holds the
 id of the one task that may run it, ``dispatched_at`` stays empty until that task reached the
 broker, and a done chunk is never searched again, so a task redelivered after its worker died
 (tasks are acknowledged late) is harmless. The worker that finishes the last chunk sends the
@@ -19,7 +19,6 @@ later finds it so and does nothing.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date
@@ -32,8 +31,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, validate_scenario
+from lib import broker, jobs
 from lib.actors import Actor, actor_user
-from lib.heartbeat import gone_quiet, heartbeat
 from organisations.selectors import organisations_for
 from planner.capacity import (
     PricedOption,
@@ -68,6 +67,17 @@ logger = logging.getLogger(__name__)
 #: The largest cluster a plan searches: beyond any published training run (Llama 3 405B
 #: trained on 16,384 H100s; the largest announced clusters hold ~100,000). [accelerators]
 MAX_PLAN_GPUS = 100_000
+
+#: The tasks of a plan (``planner.tasks``), sent by these names: the one that sends its
+#: chunks' tasks, a chunk's search, and the merge of a plan whose chunks are all done.
+CAPACITY_DISPATCH_TASK = "planner.capacity_dispatch"
+CAPACITY_CHUNK_TASK = "planner.capacity_chunk"
+CAPACITY_MERGE_TASK = "planner.capacity_merge"
+#: Chunks as jobs, queued then running: each holds the id of the one task that may search it;
+#: a plan's chunks are sent together (:func:`plan_dispatch`).
+CHUNK_JOBS = jobs.JobKind(
+    model=CapacityPlanChunk, task=CAPACITY_CHUNK_TASK, label="chunk", broker=broker
+)
 
 
 class PlanNotCancellable(PlannerError):
@@ -250,7 +260,7 @@ def capacity_plan_create(
         created_by=actor_user(user),
     )
     CapacityPlanChunk.objects.bulk_create(
-        CapacityPlanChunk(plan=plan, index=index, work=work, task_id=_new_task_id())
+        CapacityPlanChunk(plan=plan, index=index, work=work, task_id=jobs.new_task_id())
         for index, work in enumerate(chunks)
     )
     if not chunks:
@@ -304,29 +314,12 @@ def capacity_plan_cancel(*, user: Actor, plan: CapacityPlan) -> CapacityPlan:
     return current
 
 
-def _new_task_id() -> str:
-    return str(uuid.uuid4())
-
-
 def plan_send(*, plan_id: int) -> bool:
     """After the plan's commit, send one task that sends its chunks' tasks from a worker:
     the request publishes once, whatever the plan's size. Never raises; when the broker
     cannot be reached the chunks stay unsent and the dispatcher sends them."""
-    from lib.broker import publish
-    from planner.tasks import capacity_dispatch_task
-
-    try:
-        publish(capacity_dispatch_task, plan_id, task_id=_new_task_id())
-    except Exception as error:  # the broker's errors vary by transport; any means "not sent"
-        logger.warning(
-            "plan %s is saved but its tasks were not sent (%s: %s); the dispatcher sends "
-            "them when the broker is back",
-            plan_id,
-            type(error).__name__,
-            error,
-        )
-        return False
-    return True
+    what = f"plan {plan_id} is saved but the task that sends its chunks"
+    return jobs.publish_once(broker, CAPACITY_DISPATCH_TASK, plan_id, what=what)
 
 
 def plan_dispatch(*, plan_id: int) -> int:
@@ -335,60 +328,25 @@ def plan_dispatch(*, plan_id: int) -> int:
     The rows are locked while they are sent (others' locked rows skipped), so the
     dispatcher and the plan's own send never both send a chunk. Never raises.
     """
-    from lib.broker import publish_many
-    from planner.tasks import capacity_chunk_task
+    return jobs.dispatch_many(
+        CHUNK_JOBS, where={"plan_id": plan_id}, about=f"plan {plan_id}", order_by=["index"]
+    )
 
-    with transaction.atomic():
-        unsent = CapacityPlanChunk.objects.select_for_update(skip_locked=True).filter(
-            plan_id=plan_id, status=ChunkStatus.QUEUED, dispatched_at=None
-        )
-        pending = list(unsent.order_by("index").values_list("pk", "task_id"))
-        calls: list[tuple[tuple[object, ...], str]] = [((pk,), task) for pk, task in pending]
-        sent, error = publish_many(capacity_chunk_task, calls)
-        if error is not None:
-            logger.warning(
-                "plan %s: %d of its chunks were not sent (%s: %s); the dispatcher sends them "
-                "when the broker is back",
-                plan_id,
-                len(calls) - sent,
-                type(error).__name__,
-                error,
-            )
-        CapacityPlanChunk.objects.filter(pk__in=[pk for pk, _ in pending[:sent]]).update(
-            dispatched_at=timezone.now()
-        )
-    return sent
+
+def _dispatch_again(chunk: CapacityPlanChunk) -> None:
+    plan_dispatch(plan_id=chunk.plan_id)
 
 
 def _claim(chunk_id: int, task_id: str | None, worker: str) -> CapacityPlanChunk | None:
-    """Mark the chunk running; None when it is finished, cancelled, or not this task's."""
+    """Mark the chunk running, and its plan if it was queued; None when the chunk is
+    finished, cancelled, or not this task's. The plan's row is locked with the chunk's."""
     with transaction.atomic():
-        chunk = (
-            CapacityPlanChunk.objects.select_for_update()
-            .select_related("plan")
-            .filter(pk=chunk_id)
-            .first()
-        )
-        if chunk is None or chunk.status not in (ChunkStatus.QUEUED, ChunkStatus.RUNNING):
-            return None
-        if task_id and chunk.task_id and task_id != chunk.task_id:
-            logger.info("chunk %s: task %s is superseded by %s", chunk_id, task_id, chunk.task_id)
-            return None
-        now = timezone.now()
-        chunk.status, chunk.attempts = ChunkStatus.RUNNING, chunk.attempts + 1
-        chunk.started_at = chunk.heartbeat_at = now
-        chunk.worker = worker[:200]
-        chunk.save(update_fields=["status", "attempts", "started_at", "heartbeat_at", "worker"])
-        CapacityPlan.objects.filter(pk=chunk.plan_id, status=PlanStatus.QUEUED).update(
-            status=PlanStatus.RUNNING, started_at=now
-        )
+        chunk = jobs.claim(CHUNK_JOBS, chunk_id, task_id, related=["plan"], worker=worker[:200])
+        if chunk is not None:
+            CapacityPlan.objects.filter(pk=chunk.plan_id, status=PlanStatus.QUEUED).update(
+                status=PlanStatus.RUNNING, started_at=chunk.started_at
+            )
         return chunk
-
-
-def _beat(chunk_id: int) -> None:
-    CapacityPlanChunk.objects.filter(pk=chunk_id, status=ChunkStatus.RUNNING).update(
-        heartbeat_at=timezone.now()
-    )
 
 
 def capacity_chunk_execute(
@@ -407,7 +365,7 @@ def capacity_chunk_execute(
     if chunk is None:
         return "skipped (finished, cancelled or superseded)"
     try:
-        with heartbeat(partial(_beat, chunk_id), heartbeat_s, name=f"chunk-{chunk_id}"):
+        with jobs.beating(CHUNK_JOBS, chunk_id, heartbeat_s):
             found = chunk_compute(chunk.plan.scenario, chunk.work)
     except Exception as error:
         logger.exception("chunk %s of plan %s failed", chunk_id, chunk.plan_id)
@@ -457,20 +415,9 @@ def _plan_fail(chunk: CapacityPlanChunk, error: str) -> None:
 
 
 def _merge_send(*, plan_id: int) -> bool:
-    from lib.broker import publish
-    from planner.tasks import capacity_merge_task
-
-    try:
-        publish(capacity_merge_task, plan_id, task_id=_new_task_id())
-    except Exception as error:
-        logger.warning(
-            "plan %s: the merge task was not sent (%s: %s); the dispatcher sends it",
-            plan_id,
-            type(error).__name__,
-            error,
-        )
-        return False
-    return True
+    return jobs.publish_once(
+        broker, CAPACITY_MERGE_TASK, plan_id, what=f"plan {plan_id}: the merge task"
+    )
 
 
 def _merge_into(plan: CapacityPlan) -> None:
@@ -500,11 +447,7 @@ def capacity_plan_merge(*, plan_id: int) -> str:
 def capacity_plans_dispatch_pending() -> dict[str, list[int]]:
     """The dispatcher's share for plans: send unsent chunks, queue again (or give up on)
     chunks whose worker went quiet, send merges that never ran. Ids of what it did."""
-    unsent = (
-        CapacityPlanChunk.objects.filter(status=ChunkStatus.QUEUED, dispatched_at=None)
-        .values_list("plan_id", flat=True)
-        .distinct()
-    )
+    unsent = jobs.unsent(CHUNK_JOBS).values_list("plan_id", flat=True).distinct()
     sent = [plan_id for plan_id in list(unsent[:200]) if plan_dispatch(plan_id=plan_id)]
     requeued, failed = _chunks_recover_lost()
     stale = heartbeat_stale_before(timezone.now())
@@ -524,36 +467,20 @@ def capacity_plans_dispatch_pending() -> dict[str, list[int]]:
 
 
 def _chunks_recover_lost() -> tuple[list[int], list[int]]:
-    cutoff = heartbeat_stale_before(timezone.now())
-    requeued, failed = [], []
-    with transaction.atomic():
-        running = CapacityPlanChunk.objects.filter(status=ChunkStatus.RUNNING)
-        lost = gone_quiet(running, stale_before=cutoff)
-        for chunk in lost:
-            if chunk.attempts >= settings.RUN_MAX_ATTEMPTS:
-                failed.append(chunk.pk)
-                transaction.on_commit(
-                    partial(
-                        _plan_fail,
-                        chunk,
-                        f"its worker was lost {chunk.attempts} times (killed, out of memory "
-                        "or restarted)",
-                    )
-                )
-                continue
-            chunk.status, chunk.task_id, chunk.dispatched_at = (
-                ChunkStatus.QUEUED,
-                _new_task_id(),
-                None,
-            )
-            chunk.save(update_fields=["status", "task_id", "dispatched_at"])
-            transaction.on_commit(partial(plan_dispatch, plan_id=chunk.plan_id))
-            requeued.append(chunk.pk)
-    if requeued or failed:
-        logger.warning(
-            "plan chunks whose worker was lost: queued again %s, failed %s", requeued, failed
-        )
-    return requeued, failed
+    return jobs.recover_lost(
+        CHUNK_JOBS,
+        stale_before=heartbeat_stale_before(timezone.now()),
+        max_attempts=settings.RUN_MAX_ATTEMPTS,
+        give_up=_fail_lost,
+        send=_dispatch_again,  # its plan's unsent chunks, over one connection
+    )
+
+
+def _fail_lost(chunk: CapacityPlanChunk) -> None:
+    """Fail the plan of a chunk that lost its worker too often, once the dispatcher's
+    transaction is committed: that writes the plan's row and its other chunks."""
+    reason = f"its worker was lost {chunk.attempts} times (killed, out of memory or restarted)"
+    transaction.on_commit(partial(_plan_fail, chunk, reason))
 
 
 def plan_point(plan: CapacityPlan, option_index: int, num_gpus: int) -> dict[str, Any] | None:

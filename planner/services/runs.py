@@ -7,14 +7,14 @@ later. The task calls :func:`run_execute` with the run's id; that function is id
 finished run is left as it is), so a task redelivered after its worker died simply runs
 again. The worker beats on the row (``heartbeat_at``) while it runs; a run whose heartbeat
 went stale lost its worker, and the dispatcher queues it again or, after
-``RUN_MAX_ATTEMPTS``, fails it with the reason.
+``RUN_MAX_ATTEMPTS``, fails it with the reason. All of that is :mod:`lib.jobs`'s,
+for runs as ``RUN_JOBS``.
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
-import uuid
 from collections.abc import Callable
 from decimal import Decimal
 from functools import partial
@@ -29,8 +29,8 @@ from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from estimator.core.sensitivity import sensitivity
+from lib import broker, jobs
 from lib.actors import Actor, actor_user
-from lib.heartbeat import gone_quiet, heartbeat
 from planner.bill import input_pipeline, whole_bill
 from planner.budget_figures import budget_figures, cost_of
 from planner.capacity import node_size
@@ -50,37 +50,20 @@ from pricing.selectors import money_convert
 
 logger = logging.getLogger(__name__)
 DEFAULT_SAMPLES = 4000
+#: The task that executes a run (``planner.tasks``), sent by this name.
+ESTIMATION_RUN_TASK = "planner.estimation_run"
+#: Runs as jobs, queued then running: each holds the id of the one task that may run it.
+RUN_JOBS = jobs.JobKind(model=EstimationRun, task=ESTIMATION_RUN_TASK, label="run", broker=broker)
 
 
 def run_dispatch(*, run_id: int) -> bool:
     """Send the run's task to the broker; False, and the run left for the dispatcher, when
     the broker cannot be reached. Never raises: it runs after the commit of a request."""
-    # Imported here: the task module imports this one.
-    from lib.broker import publish
-    from planner.tasks import estimation_run_task
-
-    run = EstimationRun.objects.filter(pk=run_id, status=RunStatus.QUEUED).first()
-    if run is None:
-        return False
-    try:
-        publish(estimation_run_task, run_id, task_id=run.task_id)
-    except Exception as error:  # the broker's errors vary by transport; any means "not sent"
-        logger.warning(
-            "run %s is saved but its task was not sent (%s: %s); the dispatcher sends it "
-            "when the broker is back",
-            run_id,
-            type(error).__name__,
-            error,
-        )
-        return False
-    EstimationRun.objects.filter(pk=run_id, task_id=run.task_id).update(
-        dispatched_at=timezone.now()
-    )
-    return True
+    return jobs.dispatch(RUN_JOBS, run_id)
 
 
-def _new_task_id() -> str:
-    return str(uuid.uuid4())
+def _dispatch_again(run: EstimationRun) -> None:
+    run_dispatch(run_id=run.pk)
 
 
 @transaction.atomic
@@ -117,7 +100,7 @@ def run_start(
         },
         price=price,
         created_by=actor_user(user),
-        task_id=_new_task_id(),
+        task_id=jobs.new_task_id(),
     )
     transaction.on_commit(partial(run_dispatch, run_id=run.pk))
     return run
@@ -140,21 +123,10 @@ def run_retry(*, user: Actor, run: EstimationRun) -> EstimationRun:
     current = EstimationRun.objects.select_for_update().get(pk=run.pk)
     if current.status != RunStatus.FAILED:
         raise RunNotRetryable(f"Run {run.pk} is {current.status}; only a failed run is retried.")
-    _queue_again(current, progress_message="")
-    current.error = ""
-    current.save(update_fields=[*REQUEUED_FIELDS, "error"])
-    transaction.on_commit(partial(run_dispatch, run_id=current.pk))
+    jobs.requeue(
+        RUN_JOBS, current, send=_dispatch_again, progress=0.0, progress_message="", error=""
+    )
     return current
-
-
-REQUEUED_FIELDS = ["status", "progress", "progress_message", "task_id", "dispatched_at"]
-
-
-def _queue_again(run: EstimationRun, *, progress_message: str) -> None:
-    """Queued under a new task id: a task of an earlier dispatch that still turns up (the
-    broker redelivers it) finds it is no longer the run's and leaves it alone."""
-    run.status, run.progress, run.progress_message = RunStatus.QUEUED, 0.0, progress_message
-    run.task_id, run.dispatched_at = _new_task_id(), None
 
 
 def _progress_report(run_id: int) -> Callable[[float, str], None]:
@@ -166,39 +138,6 @@ def _progress_report(run_id: int) -> Callable[[float, str], None]:
         )
 
     return report
-
-
-def _beat(run_id: int) -> None:
-    EstimationRun.objects.filter(pk=run_id, status=RunStatus.RUNNING).update(
-        heartbeat_at=timezone.now()
-    )
-
-
-def _claim(run_id: int, task_id: str | None) -> EstimationRun | None:
-    """Mark the run running; None when it is finished (a redelivered task) or when the task
-    is not the run's current dispatch (the run was queued again since)."""
-    with transaction.atomic():
-        run = EstimationRun.objects.select_for_update().filter(pk=run_id).first()
-        if run is None or run.is_finished:
-            return None
-        if task_id and run.task_id and task_id != run.task_id:
-            logger.info("run %s: task %s is superseded by %s", run_id, task_id, run.task_id)
-            return None
-        now = timezone.now()
-        run.status, run.attempts = RunStatus.RUNNING, run.attempts + 1
-        run.started_at = run.heartbeat_at = now
-        run.progress, run.progress_message = 0.0, "starting"
-        run.save(
-            update_fields=[
-                "status",
-                "attempts",
-                "started_at",
-                "heartbeat_at",
-                "progress",
-                "progress_message",
-            ]
-        )
-        return run
 
 
 def _tdp_w(catalog_id: str) -> float:
@@ -362,11 +301,13 @@ def run_execute(
     Bad inputs (a scenario the estimator refuses) mark the run failed with the reason.
     Any other exception marks it failed too and is re-raised, so the worker logs it.
     """
-    run = _claim(run_id, task_id)
+    # None when the run is finished (a redelivered task) or the task is not the run's
+    # current dispatch (the run was queued again since).
+    run = jobs.claim(RUN_JOBS, run_id, task_id, progress=0.0, progress_message="starting")
     if run is None:
         return None
     try:
-        with heartbeat(partial(_beat, run_id), heartbeat_s, name=f"run-{run_id}-heartbeat"):
+        with jobs.beating(RUN_JOBS, run_id, heartbeat_s):
             figures = run_compute(run, _progress_report(run_id))
     except (ScenarioError, PlannerError, PricingError) as error:
         message = f"{error.key}: {error.reason}" if isinstance(error, ScenarioError) else str(error)
@@ -405,31 +346,21 @@ def run_fail_timeout(*, run_id: int, seconds: int) -> None:
 
 def runs_dispatch_pending() -> list[int]:
     """Send every queued run whose task never reached the broker; the ids sent."""
-    unsent = EstimationRun.objects.filter(status=RunStatus.QUEUED, dispatched_at=None)
-    run_ids = list(unsent.order_by("created_at").values_list("pk", flat=True)[:500])
-    return [run_id for run_id in run_ids if run_dispatch(run_id=run_id)]
+    return jobs.dispatch_pending(RUN_JOBS)
 
 
 def runs_recover_lost() -> tuple[list[int], list[int]]:
     """Queue again the running runs whose worker stopped beating; fail those that already
     had ``RUN_MAX_ATTEMPTS`` tries. Returns the ids queued again and the ids failed."""
-    cutoff = heartbeat_stale_before(timezone.now())
-    requeued, failed = [], []
-    with transaction.atomic():
-        running = EstimationRun.objects.filter(status=RunStatus.RUNNING)
-        lost = gone_quiet(running, stale_before=cutoff)
-        for run in lost:
-            if run.attempts >= settings.RUN_MAX_ATTEMPTS:
-                _fail_lost(run)
-                failed.append(run.pk)
-            else:
-                _queue_again(run, progress_message=WORKER_LOST)
-                run.save(update_fields=REQUEUED_FIELDS)
-                transaction.on_commit(partial(run_dispatch, run_id=run.pk))
-                requeued.append(run.pk)
-    if requeued or failed:
-        logger.warning("runs whose worker was lost: queued again %s, failed %s", requeued, failed)
-    return requeued, failed
+    return jobs.recover_lost(
+        RUN_JOBS,
+        stale_before=heartbeat_stale_before(timezone.now()),
+        max_attempts=settings.RUN_MAX_ATTEMPTS,
+        give_up=_fail_lost,  # at once, in the dispatcher's transaction
+        send=_dispatch_again,
+        progress=0.0,
+        progress_message=WORKER_LOST,
+    )
 
 
 def _fail_lost(run: EstimationRun) -> None:

@@ -1,5 +1,4 @@
-"""The lib tests borrow the planner's project fixture: a model to update and audit."""
+"""The lib tests borrow the planner's fixtures: its models are what the plumbing updates,
+audits and runs as jobs."""
 
-from tests.planner.conftest import organisation, project, requester
-
-__all__ = ["organisation", "project", "requester"]
+from tests.planner.conftest import *  # noqa: F403
