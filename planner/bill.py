@@ -1,7 +1,7 @@
 """The whole bill of a run: what it costs besides accelerator-hours (pure Python: no database).
 
 Each line has a quantity, a unit price, an amount rounded half up to the cent
-(:func:`planner.budget_figures.money`) and its formula written out with the figures:
+(:func:`planner.scenarios.budget_figures.money`) and its formula written out with the figures:
 
 * **checkpoint storage** = checkpoint size x checkpoints kept x months stored x price per
   GB-month. The checkpoint holds the weights of every saved parameter and the optimizer
@@ -39,8 +39,8 @@ from typing import Any
 
 from estimator.core import memory
 from estimator.core.constants import HALF_PRECISION_BYTES
-from planner.budget_figures import money
 from planner.errors import PlannerError
+from planner.scenarios.budget_figures import money
 
 #: Bytes the clouds bill as one GB (AWS, Google Cloud and Azure count 2^30). [B]
 BILLED_GB_BYTES = 2**30
@@ -69,7 +69,7 @@ def _count(value: float) -> str:
 
 
 def _decimal(value: float) -> Decimal:
-    # repr() keeps every digit a float holds (as planner.budget_figures does)
+    # repr() keeps every digit a float holds (as planner.scenarios.budget_figures does)
     return Decimal(repr(float(value)))
 
 

@@ -11,8 +11,8 @@ runs' budgets hold them) is attributed by swapping one group of differences at a
 cumulatively, in a fixed order: the scenario's sections first, then the layout, then the
 price. It starts from ``before``'s inputs with the layout it used made explicit, so every
 re-estimate is one :func:`estimator.core.estimate` of an explicit layout (no search; about a
-millisecond), priced with :func:`planner.budget_figures.cost_of` as the run itself is. Each
-step's change of the figures is that group's attribution. What is left between the
+millisecond), priced with :func:`planner.scenarios.budget_figures.cost_of` as the run itself
+is. Each step's change of the figures is that group's attribution. What is left between the
 re-estimates under today's estimator and the figures the two runs stored (non-zero when the
 estimator, or its catalog or fitted data, changed between the runs) goes to "estimator version
 / other". The attributions therefore add up to the total change exactly (they telescope),
@@ -40,8 +40,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from estimator.core import ScenarioError, estimate
-from planner.budget_figures import cost_of, money
 from planner.models import EstimationRun
+from planner.scenarios.budget_figures import cost_of, money
 
 #: The order the scenario's sections are listed and swapped in; other sections follow by name.
 SECTION_ORDER = ("model", "training", "cluster", "framework", "margins", "run", "format_version")

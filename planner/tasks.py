@@ -8,14 +8,18 @@ from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from planner.notifications import notification_give_up, notification_send, notifications_dispatch
-from planner.services.capacity_plans import (
+from planner.budgets.notifications import (
+    notification_give_up,
+    notification_send,
+    notifications_dispatch,
+)
+from planner.capacity.services import (
     capacity_chunk_execute,
     capacity_plan_merge,
     capacity_plans_dispatch_pending,
     plan_dispatch,
 )
-from planner.services.runs import (
+from planner.scenarios.services.runs import (
     run_execute,
     run_fail_timeout,
     runs_dispatch_pending,

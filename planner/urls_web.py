@@ -2,16 +2,8 @@
 
 from django.urls import path
 
-from planner.views import (
-    accounts,
-    budgets,
-    capacity,
-    comparisons,
-    projects,
-    run_diff,
-    runs,
-    scenarios,
-)
+from planner.scenarios.views import scenarios
+from planner.views import accounts, budgets, capacity, comparisons, projects, run_diff, runs
 
 app_name = "planner"
 urlpatterns = [

@@ -40,6 +40,12 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from planner.capacity.services import (
+    CapacityQuestion,
+    capacity_chunk_execute,
+    capacity_plan_create,
+    capacity_plan_merge,
+)
 from planner.models import (
     BudgetRequest,
     CapacityPlan,
@@ -60,12 +66,6 @@ from planner.services import (
     run_execute,
     run_start,
     scenario_create,
-)
-from planner.services.capacity_plans import (
-    CapacityQuestion,
-    capacity_chunk_execute,
-    capacity_plan_create,
-    capacity_plan_merge,
 )
 from pricing.demo import pricing_demo_load
 from pricing.models import Accelerator, OnPremProfile, PriceBook, PriceEntry, VendorQuote

@@ -1,4 +1,4 @@
-"""Input and output serializers of budget requests (see :mod:`planner.api.serializers`).
+"""Input and output serializers of budget requests (see :mod:`planner.scenarios.serializers`).
 
 A request's ``state`` is never an input: a body naming it is refused with a 400, so nobody
 believes a PATCH moved a request along; the transition endpoints do that.
@@ -13,8 +13,8 @@ from rest_framework import serializers
 
 from lib.inputs import StorableInput
 from planner import selectors
-from planner.api.serializers import ScopedPrimaryKeyField, money_field
 from planner.models import AuditEvent, BudgetDecision, BudgetRequest, EstimationRun
+from planner.scenarios.serializers import ScopedPrimaryKeyField, money_field
 from planner.selectors import budget_requests_for
 from planner.services.budget_warnings import run_warnings, warnings_json
 

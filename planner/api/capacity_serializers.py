@@ -13,10 +13,10 @@ from lib.actors import Actor
 from lib.inputs import StorableInput
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from planner import selectors
-from planner.api.serializers import ScopedPrimaryKeyField
+from planner.capacity.services import MAX_PLAN_GPUS, CapacityQuestion
 from planner.forms.common import MAX_TOKENS, quantity_parse
 from planner.models import CapacityPlan, Project, Scenario
-from planner.services.capacity_plans import MAX_PLAN_GPUS, CapacityQuestion
+from planner.scenarios.serializers import ScopedPrimaryKeyField
 from pricing.access import visible
 from pricing.models import PriceBook
 

@@ -19,10 +19,10 @@ from planner import selectors, services
 from planner.api import budget_serializers as budget_io
 from planner.api import capacity_serializers as capacity_io
 from planner.api import filters
-from planner.api import serializers as io
 from planner.api.base import PlannerModelViewSet
 from planner.api.parsers import PLANNER_PARSERS
 from planner.api.permissions import SignedIn
+from planner.capacity import services as capacity_plans
 from planner.models import (
     AuditEvent,
     BudgetDecision,
@@ -35,8 +35,8 @@ from planner.models import (
     Project,
     Scenario,
 )
+from planner.scenarios import serializers as io
 from planner.selectors import budget_requests_for
-from planner.services import capacity_plans
 
 READ_AND_CREATE = ["get", "post", "head", "options"]
 READ_CREATE_AND_PATCH = [*READ_AND_CREATE, "patch"]

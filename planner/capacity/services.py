@@ -1,10 +1,10 @@
 """Capacity plans: saved in a request, searched by the workers chunk by chunk, then merged.
 
 :func:`capacity_plan_create` checks the question, reads the prices into priced options and
-writes the plan and its chunks (:func:`planner.capacity.plan_chunks`); once committed, each
+writes the plan and its chunks (:func:`planner.capacity.search.plan_chunks`); once committed, each
 chunk's task is sent (``planner.capacity_chunk``). A request never searches: it writes rows.
 
-Each chunk row is its own outbox, as a run is (:mod:`planner.services.runs`): it holds the
+Each chunk row is its own outbox, as a run is (:mod:`planner.scenarios.services.runs`): it holds the
 id of the one task that may run it, ``dispatched_at`` stays empty until that task reached the
 broker, and a done chunk is never searched again, so a task redelivered after its worker died
 (tasks are acknowledged late) is harmless. The worker that finishes the last chunk sends the
@@ -35,7 +35,7 @@ from estimator.core import ESTIMATOR_VERSION, ScenarioError, validate_scenario
 from lib.actors import Actor, actor_user
 from lib.heartbeat import gone_quiet, heartbeat
 from organisations.selectors import organisations_for
-from planner.capacity import (
+from planner.capacity.search import (
     PricedOption,
     capacity_options,
     capacity_scenario,

@@ -34,7 +34,7 @@ from planner.forms.prices import (
     price_value,
 )
 from planner.forms.projects import ProjectEditForm, ProjectForm
-from planner.forms.scenarios import (
+from planner.scenarios.forms.scenarios import (
     CUSTOM,
     LAYOUT_FIELDS,
     MODEL_FIELDS,

@@ -9,10 +9,10 @@ from django import forms
 from django.utils import timezone
 
 from estimator.core.presets import load_presets
-from planner.capacity import deadline_days
+from planner.capacity.search import deadline_days
+from planner.capacity.services import MAX_PLAN_GPUS, CapacityQuestion
 from planner.forms.common import DateField, choice_field, preset_label, tokens_parse
 from planner.models import Project, Scenario
-from planner.services.capacity_plans import MAX_PLAN_GPUS, CapacityQuestion
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
 from pricing.models import PriceBook

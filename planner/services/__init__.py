@@ -5,6 +5,7 @@ They check the user's role in the organisation and raise
 """
 
 from organisations.services import membership_grant, organisation_create
+from planner.scenarios.services.runs import run_execute, run_retry, run_start
 from planner.services.access import role_assert, user_roles
 from planner.services.budgets import (
     SeparationOfDuties,
@@ -23,7 +24,6 @@ from planner.services.projects import (
     project_delete,
     project_update,
 )
-from planner.services.runs import run_execute, run_retry, run_start
 from planner.services.scenarios import (
     price_snapshot,
     scenario_create,

@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from lib.actors import Actor, actor_user
 from lib.updates import Change, audit_diff, model_update
-from planner import notifications
+from planner.budgets import notifications
 from planner.errors import PlannerError, SeparationOfDuties, TransitionRefused
 from planner.models import (
     TRANSITION_TOKEN,

@@ -12,7 +12,6 @@ from estimator.core import ScenarioError, estimate, validate_scenario
 from lib.actors import Actor, actor_user
 from lib.text import nul_problem
 from lib.updates import audit_diff, model_update
-from planner.budget_figures import HOURS_PER_MONTH, commitment_minimum
 from planner.errors import PlannerError
 from planner.models import EstimationRun, Organisation, PriceSource, Project, Scenario
 from planner.prices import (
@@ -22,6 +21,7 @@ from planner.prices import (
     price_describe,
     price_get,
 )
+from planner.scenarios.budget_figures import HOURS_PER_MONTH, commitment_minimum
 from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.audit import audit_record
 from pricing.grid import grid_intensity
@@ -384,7 +384,7 @@ def scenario_delete(*, user: Actor, scenario: Scenario) -> None:
     """Delete ``scenario`` and its runs; refused (``ProtectedError``) while a budget cites one.
 
     The row is locked first, so a run started at the same moment waits and then finds the
-    scenario gone (:func:`~planner.services.runs.run_start`), instead of slipping a run in
+    scenario gone (:func:`~planner.scenarios.services.runs.run_start`), instead of slipping a run in
     between the collection of the runs and the delete (a foreign-key violation).
     """
     role_assert(user, scenario.project.organisation, AUTHOR_ROLES, action="delete scenarios")

@@ -1,6 +1,6 @@
 """Capacity plans: ask "N tokens by date D within budget B, on what?", watch the workers
 search it, read the options, turn one into a scenario. The pages only read and write rows;
-the search runs on the Celery workers (:mod:`planner.services.capacity_plans`)."""
+the search runs on the Celery workers (:mod:`planner.capacity.services`)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,11 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from planner import selectors
-from planner.capacity import PricedOption, meets
+from planner.capacity import services as plans
+from planner.capacity.search import PricedOption, meets
 from planner.errors import NotAllowed, PlannerError
 from planner.forms import CapacityForm
 from planner.models import CapacityPlan, PlanStatus
-from planner.services import capacity_plans as plans
 from planner.views.common import can_author, forbidden
 from planner.views.figures import layout_text
 from planner.views.reads import tokens_text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from planner.budget_figures import budget_figures, money
+from planner.scenarios.budget_figures import budget_figures, money
 
 ESTIMATE = {"gpu_hours": 100_000.0, "training_days": 52.0833}
 MONTECARLO = {

@@ -332,7 +332,7 @@ def test_an_approved_budget_survives_price_and_estimator_changes(
     quote = example_quote()
     quote_update(quote=quote, price_basis="hourly", price_per_accelerator_hour=Decimal("9.99"),
                  total_price=None, term_months=None)  # fmt: skip
-    monkeypatch.setattr("planner.services.runs.ESTIMATOR_VERSION", "99.0.0")
+    monkeypatch.setattr("planner.scenarios.services.runs.ESTIMATOR_VERSION", "99.0.0")
     # Re-estimating makes a new run (with the new price); it does not touch the request.
     with django_capture_on_commit_callbacks(execute=False):
         new_run = run_start(user=requester, scenario=draft.run.scenario, seed=3)

@@ -1,5 +1,5 @@
 """Capacity planning: the priced options built from the demo price data, and how a plan
-prices them (in one process: :func:`planner.capacity.capacity_plan`)."""
+prices them (in one process: :func:`planner.capacity.search.capacity_plan`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from django.utils import timezone
 
 from estimator.core import estimate, load_catalog
 from organisations.demo import demo_organisation
-from planner.budget_figures import commitment_minimum
-from planner.capacity import (
+from planner.capacity.search import (
     PricedOption,
     capacity_options,
     capacity_plan,
@@ -24,6 +23,7 @@ from planner.capacity import (
     plan_merge,
 )
 from planner.prices import price_describe, price_get, price_key_parse
+from planner.scenarios.budget_figures import commitment_minimum
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType
 from pricing.selectors import money_convert, onprem_profile_cost

@@ -19,7 +19,18 @@ from django.urls import reverse
 from django.utils import timezone
 
 from organisations.demo import demo_organisation
-from planner.capacity import capacity_options, capacity_plan
+from planner.capacity.search import capacity_options, capacity_plan
+from planner.capacity.services import (
+    CapacityQuestion,
+    PlanNotCancellable,
+    capacity_chunk_execute,
+    capacity_option_scenario_create,
+    capacity_plan_cancel,
+    capacity_plan_create,
+    capacity_plan_merge,
+    capacity_plan_rerun,
+    capacity_plans_dispatch_pending,
+)
 from planner.errors import PlannerError
 from planner.models import (
     CapacityPlan,
@@ -31,17 +42,6 @@ from planner.models import (
     Scenario,
 )
 from planner.services import run_execute, run_start
-from planner.services.capacity_plans import (
-    CapacityQuestion,
-    PlanNotCancellable,
-    capacity_chunk_execute,
-    capacity_option_scenario_create,
-    capacity_plan_cancel,
-    capacity_plan_create,
-    capacity_plan_merge,
-    capacity_plan_rerun,
-    capacity_plans_dispatch_pending,
-)
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import PriceBook
 from tests.planner.conftest import example_quote

@@ -20,8 +20,8 @@ from django.test import Client
 from django.urls import reverse
 from pytest_django.fixtures import Settings
 
+from planner.budgets.notifications import notifications_dispatch, site_url
 from planner.models import BudgetRequest, BudgetState, Notification, NotificationStatus, Scenario
-from planner.notifications import notifications_dispatch, site_url
 from planner.services import (
     budget_request_approve,
     budget_request_create,

@@ -120,7 +120,7 @@ def test_the_price_picker_offers_the_organisations_own_and_public_prices_only(
 def test_capacity_options_leave_out_another_organisations_quotes(
     prices: None, other_quote: VendorQuote, outsider: User, requester: User
 ) -> None:
-    from planner.capacity import capacity_options
+    from planner.capacity.search import capacity_options
 
     def labels(user: User) -> list[str]:
         built = capacity_options(

@@ -26,8 +26,8 @@ from django.utils import timezone
 from pytest_django.fixtures import Settings
 
 from planner.models import WORKER_LOST, EstimationRun, RunStatus, Scenario
+from planner.scenarios.services.runs import runs_dispatch_pending, runs_recover_lost
 from planner.services import run_execute, run_start
-from planner.services.runs import runs_dispatch_pending, runs_recover_lost
 from planner.tasks import dispatch_pending
 from tests.services import wait_for
 from trainplan.celery import app as celery_app
@@ -183,7 +183,7 @@ def test_the_worker_beats_while_a_step_reports_no_progress(
     requester: User, scenario: Scenario, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with monkeypatch.context() as patch:
-        patch.setattr("planner.services.runs.run_dispatch", lambda **kwargs: False)
+        patch.setattr("planner.scenarios.services.runs.run_dispatch", lambda **kwargs: False)
         run = run_start(user=requester, scenario=scenario, seed=1, samples=200)
     beats: list[object] = []
 
@@ -196,7 +196,7 @@ def test_the_worker_beats_while_a_step_reports_no_progress(
         assert first is not None
         raise ValueError("stop here")
 
-    monkeypatch.setattr("planner.services.runs.run_compute", silent_compute)
+    monkeypatch.setattr("planner.scenarios.services.runs.run_compute", silent_compute)
     with pytest.raises(ValueError, match="stop here"):
         run_execute(run_id=run.pk, task_id=run.task_id, heartbeat_s=0.1)
     assert len(set(beats)) >= 3  # the claim's, then the heartbeat thread's

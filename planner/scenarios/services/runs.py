@@ -32,8 +32,7 @@ from estimator.core.sensitivity import sensitivity
 from lib.actors import Actor, actor_user
 from lib.heartbeat import gone_quiet, heartbeat
 from planner.bill import input_pipeline, whole_bill
-from planner.budget_figures import budget_figures, cost_of
-from planner.capacity import node_size
+from planner.capacity.search import node_size
 from planner.errors import PlannerError, RunNotRetryable
 from planner.models import (
     WORKER_LOST,
@@ -42,6 +41,7 @@ from planner.models import (
     Scenario,
     heartbeat_stale_before,
 )
+from planner.scenarios.budget_figures import budget_figures, cost_of
 from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.scenarios import price_snapshot, price_usage
 from pricing.errors import PricingError
@@ -335,7 +335,7 @@ def priced_levers(
     run: EstimationRun, found: list[dict[str, Any]], budget: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """The estimator's levers with their deterministic cost, priced as the run is
-    (:func:`planner.budget_figures.cost_of`), and the change against the run's own."""
+    (:func:`planner.scenarios.budget_figures.cost_of`), and the change against the run's own."""
     price = Decimal(run.price["price_per_gpu_hour"])
     run_gpus = int(run.inputs["scenario"]["cluster"]["num_gpus"])
     baseline = Decimal(budget["cost"]["deterministic"])

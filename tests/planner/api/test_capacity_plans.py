@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from planner.capacity.services import capacity_chunk_execute, capacity_plan_merge
 from planner.models import CapacityPlan, ChunkStatus, Organisation, PlanStatus
-from planner.services.capacity_plans import capacity_chunk_execute, capacity_plan_merge
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import PriceBook
 

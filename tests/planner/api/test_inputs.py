@@ -15,7 +15,6 @@ from rest_framework.test import APIClient
 from lib.inputs import StorableInput
 from planner import services
 from planner.api import budget_serializers as budget_io
-from planner.api import serializers as io
 from planner.models import (
     AuditEvent,
     BudgetDecision,
@@ -25,6 +24,7 @@ from planner.models import (
     Project,
     Scenario,
 )
+from planner.scenarios import serializers as io
 from pricing.api import serializers as pricing_io
 from tests.planner.conftest import list_price, small_spec
 from tests.pricing.api.inputs import (

@@ -10,8 +10,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from planner.models import EstimationRun, RunStatus, Scenario
+from planner.scenarios.services.runs import DEFAULT_SAMPLES
 from planner.services import run_execute
-from planner.services.runs import DEFAULT_SAMPLES
 from tests.planner.api.conftest import finished_run, scenario_add
 
 pytestmark = pytest.mark.django_db

@@ -12,12 +12,13 @@ The work of a plan, in the order it happens:
 3. :func:`chunk_compute` runs one chunk (the estimator's
    :func:`~estimator.core.capacity.capacity_points`): the Celery task of a chunk calls it.
 4. :func:`plan_merge` prices every point of every chunk for every option that offers its
-   size, exactly as a run of that option is priced (:func:`planner.budget_figures.cost_of`,
-   with a committed price's minimum spend), and keeps the options that meet the deadline and
-   the budget and the cost-versus-days frontier.
+   size, exactly as a run of that option is priced
+   (:func:`planner.scenarios.budget_figures.cost_of`, with a committed price's minimum spend),
+   and keeps the options that meet the deadline and the budget and the cost-versus-days
+   frontier.
 
 :func:`capacity_plan` does 2-4 in one process; a saved plan
-(:mod:`planner.services.capacity_plans`) does 3 on the workers, a task per chunk, and 4 in a
+(:mod:`planner.capacity.services`) does 3 on the workers, a task per chunk, and 4 in a
 final task, with the same result.
 """
 
@@ -34,8 +35,8 @@ from typing import Any
 from estimator.core import ScenarioError, load_catalog
 from estimator.core.capacity import capacity_points, cluster_sizes, pareto_frontier
 from estimator.core.presets import preset_scenario
-from planner.budget_figures import commitment_minimum, cost_of, money
 from planner.prices import PriceObject, price_describe
+from planner.scenarios.budget_figures import commitment_minimum, cost_of, money
 from pricing import selectors as pricing_selectors
 from pricing.access import Viewer
 from pricing.errors import PricingError
@@ -324,7 +325,7 @@ def capacity_scenario(
 
 def search_scenario(scenario: Mapping[str, Any], capacity: str) -> dict[str, Any]:
     """The scenario a chunk searches: on spot capacity its whole run is preempted, as a run
-    at a spot price is (:func:`planner.services.runs.with_capacity`)."""
+    at a spot price is (:func:`planner.scenarios.services.runs.with_capacity`)."""
     if capacity != SPOT:
         return dict(scenario)
     run = dict(scenario.get("run") or {})

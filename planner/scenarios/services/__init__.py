@@ -1,0 +1,1 @@
+"""Writes of the scenarios room: projects, scenarios, runs and comparisons."""
