@@ -39,7 +39,7 @@ from typing import Any
 
 from estimator.core import memory
 from estimator.core.constants import HALF_PRECISION_BYTES
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from planner.scenarios.budget_figures import money
 
 #: Bytes the clouds bill as one GB (AWS, Google Cloud and Azure count 2^30). [B]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from planner.labels import (
+from planner.common.labels import (
     LORA_TARGETS,
     OFFLOAD_MODES,
     OPTIMIZERS,

@@ -34,7 +34,7 @@ from planner.breakdowns import (
     training_method,
     whole_run_table,
 )
-from planner.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
+from planner.common.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
 from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState, PriceSource
 from planner.services.budget_warnings import BLOCK, request_warnings
 from planner.services.budgets import snapshot_document

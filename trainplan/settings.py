@@ -204,7 +204,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # DRF's parsers, with JSON nested too deeply for Python answered 400 instead of 500.
     "DEFAULT_PARSER_CLASSES": [
-        "planner.api.parsers.JSONParser",
+        "planner.common.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],

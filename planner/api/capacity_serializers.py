@@ -14,7 +14,7 @@ from lib.inputs import StorableInput
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from planner import selectors
 from planner.capacity.services import MAX_PLAN_GPUS, CapacityQuestion
-from planner.forms.common import MAX_TOKENS, quantity_parse
+from planner.common.forms import MAX_TOKENS, quantity_parse
 from planner.models import CapacityPlan, Project, Scenario
 from planner.scenarios.serializers import ScopedPrimaryKeyField
 from pricing.access import visible

@@ -19,10 +19,9 @@ from planner import selectors, services
 from planner.api import budget_serializers as budget_io
 from planner.api import capacity_serializers as capacity_io
 from planner.api import filters
-from planner.api.base import PlannerModelViewSet
-from planner.api.parsers import PLANNER_PARSERS
-from planner.api.permissions import SignedIn
 from planner.capacity import services as capacity_plans
+from planner.common.api import PlannerModelViewSet, SignedIn
+from planner.common.parsers import PLANNER_PARSERS
 from planner.models import (
     AuditEvent,
     BudgetDecision,

@@ -44,7 +44,8 @@ from planner.capacity.search import (
     plan_chunks,
     plan_merge,
 )
-from planner.errors import PlannerError
+from planner.common.access import AUTHOR_ROLES, role_assert
+from planner.common.errors import PlannerError
 from planner.models import (
     CapacityPlan,
     CapacityPlanChunk,
@@ -56,7 +57,6 @@ from planner.models import (
     heartbeat_stale_before,
 )
 from planner.prices import price_get, price_key_parse
-from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.scenarios import scenario_create, scenario_name_free
 from pricing.access import visible
 from pricing.currency import currency_code_check

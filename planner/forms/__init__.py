@@ -4,6 +4,16 @@ One module per subject; every public name is re-exported here, so ``from planner
 import ScenarioForm`` works wherever the form lives.
 """
 
+from planner.common.forms import (
+    MAX_TOKENS,
+    DateInput,
+    choice_field,
+    planner_error_add,
+    preset_label,
+    quantity_format,
+    quantity_parse,
+    tokens_parse,
+)
 from planner.forms.budgets import (
     JUSTIFICATION_HELP,
     BudgetActionForm,
@@ -14,16 +24,6 @@ from planner.forms.budgets import (
     run_label,
 )
 from planner.forms.capacity import MAX_CAPACITY_GPUS, CapacityForm, ScenarioChoiceField
-from planner.forms.common import (
-    MAX_TOKENS,
-    DateInput,
-    choice_field,
-    planner_error_add,
-    preset_label,
-    quantity_format,
-    quantity_parse,
-    tokens_parse,
-)
 from planner.forms.comparisons import ComparisonSaveForm
 from planner.forms.importing import MAX_UPLOAD_BYTES, ScenarioImportForm, ScenarioJsonForm
 from planner.forms.prices import (

@@ -7,7 +7,7 @@ from typing import Any
 
 from django import forms
 
-from planner.forms.common import DateField
+from planner.common.forms import DateField
 from planner.models import Organisation, Project
 
 

@@ -1,12 +1,12 @@
 """Every write of the planner app goes through these functions (``<entity>_<action>``).
 
 They check the user's role in the organisation and raise
-:class:`planner.errors.PlannerError` (never a web framework's exception).
+:class:`planner.common.errors.PlannerError` (never a web framework's exception).
 """
 
 from organisations.services import membership_grant, organisation_create
+from planner.common.access import role_assert, user_roles
 from planner.scenarios.services.runs import run_execute, run_retry, run_start
-from planner.services.access import role_assert, user_roles
 from planner.services.budgets import (
     SeparationOfDuties,
     TransitionRefused,

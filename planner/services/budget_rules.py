@@ -19,6 +19,7 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 
 from lib.actors import Actor
+from planner.common.access import user_roles
 from planner.models import (
     AuditEvent,
     BudgetDecision,
@@ -27,7 +28,6 @@ from planner.models import (
     Organisation,
     Role,
 )
-from planner.services.access import user_roles
 
 #: Audit actions that make a user an author of the request (and so not its approver).
 AUTHORING_ACTIONS = ("created", "edited", "submitted")

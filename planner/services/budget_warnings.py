@@ -20,7 +20,7 @@ from typing import Any, Literal
 from django.conf import settings
 from django.utils import timezone
 
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from planner.models import BudgetRequest, EstimationRun, Project
 from planner.prices import PriceObject, price_get, prices_get
 from pricing.errors import PricingError

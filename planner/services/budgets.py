@@ -28,7 +28,9 @@ from django.utils import timezone
 from lib.actors import Actor, actor_user
 from lib.updates import Change, audit_diff, model_update
 from planner.budgets import notifications
-from planner.errors import PlannerError, SeparationOfDuties, TransitionRefused
+from planner.common.access import AUTHOR_ROLES, role_assert
+from planner.common.audit import audit_record
+from planner.common.errors import PlannerError, SeparationOfDuties, TransitionRefused
 from planner.models import (
     TRANSITION_TOKEN,
     BudgetDecision,
@@ -39,8 +41,6 @@ from planner.models import (
     RunStatus,
 )
 from planner.prices import price_get, price_record
-from planner.services.access import AUTHOR_ROLES, role_assert
-from planner.services.audit import audit_record
 from planner.services.budget_rules import (
     budget_approvals_recorded,
     budget_has_decided,

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from django.db import transaction
 
 from lib.actors import Actor, actor_user
-from planner.errors import PlannerError
+from planner.common.access import role_assert
+from planner.common.errors import PlannerError
 from planner.models import Comparison, Project, Role, Scenario
-from planner.services.access import role_assert
 
 #: Anyone who reads a project may save a comparison of it.
 COMPARE_ROLES = (Role.REQUESTER, Role.APPROVER, Role.VIEWER, Role.PRICING_ADMIN)

@@ -10,9 +10,9 @@ from django.db import transaction
 
 from lib.actors import Actor, actor_user
 from lib.updates import model_update
-from planner.errors import PlannerError
+from planner.common.access import AUTHOR_ROLES, role_assert
+from planner.common.errors import PlannerError
 from planner.models import Organisation, Project
-from planner.services.access import AUTHOR_ROLES, role_assert
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
 

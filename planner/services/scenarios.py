@@ -12,7 +12,9 @@ from estimator.core import ScenarioError, estimate, validate_scenario
 from lib.actors import Actor, actor_user
 from lib.text import nul_problem
 from lib.updates import audit_diff, model_update
-from planner.errors import PlannerError
+from planner.common.access import AUTHOR_ROLES, role_assert
+from planner.common.audit import audit_record
+from planner.common.errors import PlannerError
 from planner.models import EstimationRun, Organisation, PriceSource, Project, Scenario
 from planner.prices import (
     PRICE_MODELS,
@@ -22,8 +24,6 @@ from planner.prices import (
     price_get,
 )
 from planner.scenarios.budget_figures import HOURS_PER_MONTH, commitment_minimum
-from planner.services.access import AUTHOR_ROLES, role_assert
-from planner.services.audit import audit_record
 from pricing.grid import grid_intensity
 from pricing.models import OnPremProfile, PriceEntry, UsagePrice, VendorQuote
 

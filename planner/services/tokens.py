@@ -20,7 +20,7 @@ from knox.models import AuthToken
 from knox.settings import knox_settings
 from redis.exceptions import RedisError
 
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
 
 # A token's last use is written at most once a minute, not on every request.
 LAST_USED_RESOLUTION_S = 60

@@ -8,7 +8,7 @@ from django.db.models import Model, ProtectedError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from planner.errors import NotAllowed
+from planner.common.errors import NotAllowed
 from planner.models import AuditEvent, BudgetRequest, Project, Scenario
 
 #: Why a row the database protects (``on_delete=PROTECT``) stops a delete, by its model.

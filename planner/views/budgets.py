@@ -21,7 +21,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from lib.actors import Actor
 from planner import selectors, services, signoff
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
+from planner.common.views import can_author, forbidden
 from planner.forms import BudgetActionForm, BudgetRequestForm, initial_from, planner_error_add
 from planner.models import BudgetRequest, BudgetState, EstimationRun, Role, RunStatus, Scenario
 from planner.services.budget_rules import budget_approvals_recorded, budget_decision_standing
@@ -33,7 +34,6 @@ from planner.services.budget_warnings import (
 )
 from planner.services.budgets import EDITABLE_STATES, request_amount
 from planner.snapshot import canonical_json, snapshot_verify
-from planner.views.common import can_author, forbidden
 
 TABS = (("mine", "My requests"), ("queue", "Awaiting my approval"), ("all", "All requests"))
 

@@ -22,10 +22,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from planner import selectors
 from planner.capacity import services as plans
 from planner.capacity.search import PricedOption, meets
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
+from planner.common.views import can_author, forbidden
 from planner.forms import CapacityForm
 from planner.models import CapacityPlan, PlanStatus
-from planner.views.common import can_author, forbidden
 from planner.views.figures import layout_text
 from planner.views.reads import tokens_text
 from pricing.access import visible

@@ -18,10 +18,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
 from planner import selectors, services
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
+from planner.common.views import forbidden
 from planner.forms import ComparisonSaveForm, planner_error_add
 from planner.models import Comparison, Project, Scenario
-from planner.views.common import forbidden
 from planner.views.figures import comparison_context
 
 MAX_ID = 2**63

@@ -15,7 +15,7 @@ from planner.breakdowns import (
     training_method_shown,
     whole_run_table,
 )
-from planner.labels import MEMORY_PARTS, STEP_PARTS
+from planner.common.labels import MEMORY_PARTS, STEP_PARTS
 from planner.models import EstimationRun, RunStatus, Scenario
 from planner.selectors import ComparisonRow, comparison_rows
 from planner.services.budget_warnings import BudgetWarning, runs_warnings

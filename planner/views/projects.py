@@ -12,11 +12,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from planner import selectors, services
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
+from planner.common.views import can_author, forbidden
 from planner.forms import ProjectEditForm, ProjectForm, planner_error_add
 from planner.models import Project
 from planner.views.authoring import delete_page, refusal
-from planner.views.common import can_author, forbidden
 from planner.views.reads import (
     ProjectSummary,
     author_organisations,

@@ -15,10 +15,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from planner import selectors, services
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
+from planner.common.views import can_author, forbidden
 from planner.models import EstimationRun, RunStatus
 from planner.services.budget_warnings import run_warnings
-from planner.views.common import can_author, forbidden
 from planner.views.figures import run_figures
 
 

@@ -19,7 +19,7 @@ from planner.bill import (
     input_pipeline,
     whole_bill,
 )
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from tests.estimator.core.scenarios import SMALL
 
 GB = 1_073_741_824

@@ -22,7 +22,7 @@ from planner.breakdowns import (
     training_summary,
     whole_run_table,
 )
-from planner.labels import STEP_PARTS, WHOLE_RUN_PARTS
+from planner.common.labels import STEP_PARTS, WHOLE_RUN_PARTS
 from tests.planner.conftest import small_spec
 
 

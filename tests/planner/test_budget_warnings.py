@@ -13,7 +13,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from planner.models import AuditEvent, BudgetRequest, EstimationRun, Project, Scenario
 from planner.services import (
     budget_request_create,

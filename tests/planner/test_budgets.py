@@ -14,7 +14,7 @@ from django.contrib.auth.models import User
 from django.core import mail
 from django.db import connection
 
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
 from planner.models import (
     AuditEvent,
     BudgetRequest,

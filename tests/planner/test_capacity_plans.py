@@ -31,7 +31,7 @@ from planner.capacity.services import (
     capacity_plan_rerun,
     capacity_plans_dispatch_pending,
 )
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from planner.models import (
     CapacityPlan,
     ChunkStatus,

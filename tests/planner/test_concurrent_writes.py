@@ -14,7 +14,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection, transaction
 
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from planner.models import EstimationRun, Scenario
 from planner.services import run_start, scenario_delete
 

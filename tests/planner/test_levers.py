@@ -15,7 +15,7 @@ from rest_framework.test import APIClient
 
 from estimator.core import estimate
 from estimator.core.levers import levers
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from planner.models import EstimationRun, Project, Scenario
 from planner.scenarios.budget_figures import cost_of
 from planner.services import (

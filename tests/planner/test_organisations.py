@@ -14,7 +14,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from organisations.selectors import user_roles
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 from planner.forms.prices import price_choices
 from planner.models import Organisation, Project, Role, Scenario
 from planner.services import scenario_create, scenario_update

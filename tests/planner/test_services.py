@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from estimator.core import estimate
 from estimator.core.montecarlo import Uncertainty, monte_carlo
-from planner.errors import NotAllowed, PlannerError, RunNotRetryable
+from planner.common.errors import NotAllowed, PlannerError, RunNotRetryable
 from planner.models import AuditEvent, EstimationRun, Organisation, Project, RunStatus, Scenario
 from planner.selectors import comparison_rows, projects_for, scenarios_for
 from planner.services import (

@@ -16,13 +16,14 @@ from django import forms
 from estimator.core.catalog import load_catalog
 from estimator.core.frameworks import PROFILES
 from estimator.core.presets import load_presets, load_recipes, recipe_scenario
-from planner.forms.common import (
+from planner.common.forms import (
     DateField,
     choice_field,
     preset_label,
     quantity_format,
     tokens_parse,
 )
+from planner.common.labels import OFFLOAD_MODES, OPTIMIZERS
 from planner.forms.finetuning import (
     DEFAULT_LORA_RANK,
     LORA_TARGETS,
@@ -33,7 +34,6 @@ from planner.forms.finetuning import (
     training_options_spec,
 )
 from planner.forms.prices import OptionAttrsSelect, price_choices, price_value
-from planner.labels import OFFLOAD_MODES, OPTIMIZERS
 from planner.models import Scenario
 from planner.prices import PriceObject, price_key_parse
 from pricing import selectors as pricing_selectors

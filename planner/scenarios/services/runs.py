@@ -33,7 +33,8 @@ from lib.actors import Actor, actor_user
 from lib.heartbeat import gone_quiet, heartbeat
 from planner.bill import input_pipeline, whole_bill
 from planner.capacity.search import node_size
-from planner.errors import PlannerError, RunNotRetryable
+from planner.common.access import AUTHOR_ROLES, role_assert
+from planner.common.errors import PlannerError, RunNotRetryable
 from planner.models import (
     WORKER_LOST,
     EstimationRun,
@@ -42,7 +43,6 @@ from planner.models import (
     heartbeat_stale_before,
 )
 from planner.scenarios.budget_figures import budget_figures, cost_of
-from planner.services.access import AUTHOR_ROLES, role_assert
 from planner.services.scenarios import price_snapshot, price_usage
 from pricing.errors import PricingError
 from pricing.models import Accelerator

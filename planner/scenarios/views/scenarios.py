@@ -15,7 +15,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from planner import selectors, services
 from planner.breakdowns import training_summary
-from planner.errors import NotAllowed, PlannerError
+from planner.common.errors import NotAllowed, PlannerError
+from planner.common.views import can_author, forbidden
 from planner.forms import (
     ScenarioForm,
     ScenarioImportForm,
@@ -27,7 +28,6 @@ from planner.forms import (
 )
 from planner.models import Project, RunStatus, Scenario
 from planner.views.authoring import delete_page, refusal
-from planner.views.common import can_author, forbidden
 from planner.views.figures import layout_parts, run_figures
 from planner.views.reads import tokens_text
 

@@ -12,9 +12,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from planner.common.roles import APPROVER, REQUESTER, user_has_role
 from planner.demo import DEMO_USERS, demo_users_load
 from planner.models import Comparison, EstimationRun, Organisation, Scenario
-from planner.roles import APPROVER, REQUESTER, user_has_role
 from planner.services import comparison_create, project_create
 from tests.planner.conftest import list_price
 from tests.planner.views.conftest import Capture, _add_scenario, _budget, _client, _finished_run

@@ -18,7 +18,7 @@ from estimator.core import estimate, validate_scenario
 from estimator.core.presets import load_recipes, recipe_scenario
 from estimator.core.scenario import OFFLOAD_MODES, OPTIMIZERS
 from organisations.demo import demo_organisation
-from planner import labels
+from planner.common import labels
 from planner.forms import ScenarioForm, recipes_for_page
 from planner.models import Project, Scenario
 from planner.services import scenario_update

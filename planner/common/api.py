@@ -1,11 +1,13 @@
-"""Who reaches the planner endpoints at all; what each member may do is the services' call.
+"""What every room's API shares: who reaches the endpoints, the service viewset.
+
+Who reaches the planner endpoints at all; what each member may do is the services' call.
 
 Two layers keep an organisation's data to itself:
 
 * every queryset comes from :mod:`planner.selectors`, scoped to the organisations the user
   belongs to, so another organisation's object is a 404, never a 403;
 * every write calls a service, which checks the user's role there (``role_assert``) and
-  raises :class:`planner.errors.NotAllowed`, a 403 (see :mod:`lib.api`).
+  raises :class:`planner.common.errors.NotAllowed`, a 403 (see :mod:`lib.api`).
 
 The permission below only turns away anonymous requests; it deliberately repeats none of
 the role rules, so they live in one place.
@@ -17,6 +19,9 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
+from lib.api import ServiceModelViewSet
+from planner.common.parsers import PLANNER_PARSERS
+
 
 class SignedIn(BasePermission):
     """A signed-in user (session or token); 401/403 for anonymous requests."""
@@ -25,3 +30,16 @@ class SignedIn(BasePermission):
 
     def has_permission(self, request: Request, view: APIView) -> bool:
         return bool(request.user and request.user.is_authenticated)
+
+
+class PlannerModelViewSet(ServiceModelViewSet):
+    """The shared service viewset with planner scoping.
+
+    Reads come from each room's selectors (``get_queryset`` of each viewset); writes parse
+    the input serializer, with the request in its context so ids resolve only among the
+    user's objects, and call one service. Domain errors become responses in
+    :func:`lib.api.exception_handler`, for every API view alike.
+    """
+
+    permission_classes = [SignedIn]
+    parser_classes = PLANNER_PARSERS

@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 
 from estimator.core.presets import ModelPreset
-from planner.errors import PlannerError
+from planner.common.errors import PlannerError
 
 MAX_TOKENS = 1e18  # the estimator's own limit
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
