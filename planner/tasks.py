@@ -8,6 +8,7 @@ from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
+from planner.accounts.services import api_tokens_expired_delete
 from planner.budgets.notifications import (
     notification_give_up,
     notification_send,
@@ -25,7 +26,6 @@ from planner.scenarios.services.runs import (
     runs_dispatch_pending,
     runs_recover_lost,
 )
-from planner.services.tokens import api_tokens_expired_delete
 
 # What a mail server that is down or refusing raises: worth another try later.
 MAIL_TRANSIENT_ERRORS = (smtplib.SMTPException, OSError)

@@ -2,8 +2,9 @@
 
 from django.urls import path
 
+from planner.accounts import views as accounts
 from planner.scenarios.views import scenarios
-from planner.views import accounts, budgets, capacity, comparisons, projects, run_diff, runs
+from planner.views import budgets, capacity, comparisons, projects, run_diff, runs
 
 app_name = "planner"
 urlpatterns = [

@@ -198,7 +198,7 @@ REST_FRAMEWORK = {
     # Token first: DRF answers an anonymous call 401 with `WWW-Authenticate: Token` when the
     # first class names a scheme. Sessions serve the browsable API, with their CSRF checks.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "planner.api.authentication.TokenAuthentication",
+        "planner.accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],

@@ -6,7 +6,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 
 from lib.api import SchemaView
 from planner import views
-from planner.views import accounts
+from planner.accounts import views as accounts
 from trainplan import health
 
 # Errors no view answered (unknown URL, body too large, an exception): JSON under /api/,

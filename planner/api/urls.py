@@ -3,7 +3,7 @@
 from django.urls import include, path
 from rest_framework.routers import DefaultRouter
 
-from planner.api import auth
+from planner.accounts import api as auth
 from planner.api.routes import planner_routes_register
 from pricing.api.urls import pricing_routes_register
 

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from lib.errors import DomainError
 from lib.login_guard import Lockout, LoginLocked, login_authenticate
-from planner.services import tokens
+from planner.accounts import services as tokens
 
 
 class GuardedAuthenticationForm(AuthenticationForm):

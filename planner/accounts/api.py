@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lib.login_guard import LoginLocked, LoginRateThrottle, login_authenticate
-from planner.services import tokens
+from planner.accounts import services as tokens
 
 TOKEN_TAG = ["auth"]
 INVALID_LOGIN = "Unable to log in with provided credentials."
@@ -31,7 +31,7 @@ INVALID_LOGIN = "Unable to log in with provided credentials."
 class TokenScheme(OpenApiAuthenticationExtension):
     """The schema's name for our token check: ``Authorization: Token <token>``, as before."""
 
-    target_class = "planner.api.authentication.TokenAuthentication"
+    target_class = "planner.accounts.authentication.TokenAuthentication"
     name = "tokenAuth"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:

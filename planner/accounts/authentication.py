@@ -12,7 +12,7 @@ from knox.auth import TokenAuthentication as KnoxTokenAuthentication
 from knox.models import AuthToken
 from rest_framework import exceptions
 
-from planner.services.tokens import api_token_used
+from planner.accounts.services import api_token_used
 
 
 class TokenAuthentication(KnoxTokenAuthentication):
