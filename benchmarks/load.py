@@ -155,7 +155,8 @@ def _first(queryset: Any) -> Any:
 
 def _pages() -> dict[str, str]:
     """Page name -> path, on the demo data."""
-    from planner.models import BudgetRequest, Comparison, EstimationRun, Project, Scenario
+    from planner.models import BudgetRequest
+    from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
     from pricing.models import PriceBook
 
     project = _first(Project.objects.order_by("pk"))
@@ -189,7 +190,7 @@ def _pages() -> dict[str, str]:
 def _users_create(count: int) -> list[str]:
     from django.contrib.auth.models import User
 
-    from planner.models import Organisation, Role
+    from organisations.models import Organisation, Role
     from planner.services import membership_grant
 
     organisation = Organisation.objects.order_by("pk").first()

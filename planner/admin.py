@@ -10,16 +10,9 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from planner.models import (
-    AuditEvent,
-    BudgetRequest,
-    Comparison,
-    EstimationRun,
-    Membership,
-    Organisation,
-    Project,
-    Scenario,
-)
+from organisations.models import Membership, Organisation
+from planner.models import AuditEvent, BudgetRequest
+from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
 
 
 class MembershipInline(admin.TabularInline):

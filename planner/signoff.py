@@ -26,7 +26,9 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from planner.breakdowns import (
+from planner.common.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
+from planner.scenarios.breakdowns import (
     TrainingMethod,
     margin_lines,
     software_stack_shown,
@@ -34,8 +36,7 @@ from planner.breakdowns import (
     training_method,
     whole_run_table,
 )
-from planner.common.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState, PriceSource
+from planner.scenarios.models import PriceSource
 from planner.services.budget_warnings import BLOCK, request_warnings
 from planner.services.budgets import snapshot_document
 from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars, tornado_svg

@@ -3,8 +3,8 @@
 from django.urls import path
 
 from planner.accounts import views as accounts
-from planner.scenarios.views import scenarios
-from planner.views import budgets, capacity, comparisons, projects, run_diff, runs
+from planner.scenarios.views import comparisons, projects, run_diff, runs, scenarios
+from planner.views import budgets, capacity
 
 app_name = "planner"
 urlpatterns = [

@@ -231,7 +231,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Several models have a "status" with different choices: name each set.
     "ENUM_NAME_OVERRIDES": {
-        "RunStatusEnum": "planner.models.RunStatus",
+        "RunStatusEnum": "planner.scenarios.models.RunStatus",
         "CapacityPlanStatusEnum": "planner.models.PlanStatus",
     },
     "POSTPROCESSING_HOOKS": [

@@ -5,8 +5,8 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerView
 
 from lib.api import SchemaView
-from planner import views
 from planner.accounts import views as accounts
+from planner.scenarios.views.general import home
 from trainplan import health
 
 # Errors no view answered (unknown URL, body too large, an exception): JSON under /api/,
@@ -17,7 +17,7 @@ handler404 = "lib.http.page_not_found"
 handler500 = "lib.http.server_error"
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", home, name="home"),
     path("livez", health.livez, name="livez"),
     path("readyz", health.readyz, name="readyz"),
     path("healthz", health.readyz, name="healthz"),

@@ -12,8 +12,9 @@ from typing import Any
 from rest_framework import serializers
 
 from lib.inputs import StorableInput
-from planner import selectors
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest, EstimationRun
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest
+from planner.scenarios import selectors
+from planner.scenarios.models import EstimationRun
 from planner.scenarios.serializers import ScopedPrimaryKeyField, money_field
 from planner.selectors import budget_requests_for
 from planner.services.budget_warnings import run_warnings, warnings_json

@@ -5,13 +5,14 @@ from __future__ import annotations
 from rest_framework.routers import BaseRouter
 
 from planner.api import views
+from planner.scenarios import api as scenarios
 
 ROUTES = (
-    ("organisations", views.OrganisationViewSet, "organisation"),
-    ("projects", views.ProjectViewSet, "project"),
-    ("scenarios", views.ScenarioViewSet, "scenario"),
-    ("runs", views.RunViewSet, "run"),
-    ("comparisons", views.ComparisonViewSet, "comparison"),
+    ("organisations", scenarios.OrganisationViewSet, "organisation"),
+    ("projects", scenarios.ProjectViewSet, "project"),
+    ("scenarios", scenarios.ScenarioViewSet, "scenario"),
+    ("runs", scenarios.RunViewSet, "run"),
+    ("comparisons", scenarios.ComparisonViewSet, "comparison"),
     ("budgets", views.BudgetRequestViewSet, "budget"),
     ("capacity-plans", views.CapacityPlanViewSet, "capacity-plan"),
 )

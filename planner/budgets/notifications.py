@@ -21,7 +21,8 @@ from django.core.mail.handler import DEFAULT_MAILER_ALIAS
 from django.db import models, transaction
 from django.utils import timezone
 
-from planner.models import BudgetRequest, Membership, Notification, NotificationStatus, Role
+from organisations.models import Membership, Role
+from planner.models import BudgetRequest, Notification, NotificationStatus
 
 logger = logging.getLogger(__name__)
 

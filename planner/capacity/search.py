@@ -35,8 +35,8 @@ from typing import Any
 from estimator.core import ScenarioError, load_catalog
 from estimator.core.capacity import capacity_points, cluster_sizes, pareto_frontier
 from estimator.core.presets import preset_scenario
-from planner.prices import PriceObject, price_describe
 from planner.scenarios.budget_figures import commitment_minimum, cost_of, money
+from planner.scenarios.prices import PriceObject, price_describe
 from pricing import selectors as pricing_selectors
 from pricing.access import Viewer
 from pricing.errors import PricingError
@@ -126,8 +126,9 @@ def deadline_days(deadline: date, *, today: date) -> int:
 
 
 def _commitment(price: PriceObject, max_gpus: int) -> dict[str, Any]:
-    """The option's sizes and commitment, as :func:`planner.services.scenarios.price_snapshot`
-    sets a run's minimum spend and :func:`price_source_check` limits its size."""
+    """The option's sizes and commitment, as
+    :func:`planner.scenarios.services.scenarios.price_snapshot` sets a run's minimum spend and
+    :func:`price_source_check` limits its size."""
     if isinstance(price, PriceEntry):
         return {
             "min_gpus": price.minimum_count or 1,

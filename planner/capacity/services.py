@@ -34,6 +34,7 @@ from django.utils import timezone
 from estimator.core import ESTIMATOR_VERSION, ScenarioError, validate_scenario
 from lib.actors import Actor, actor_user
 from lib.heartbeat import gone_quiet, heartbeat
+from organisations.models import Organisation
 from organisations.selectors import organisations_for
 from planner.capacity.search import (
     PricedOption,
@@ -46,18 +47,10 @@ from planner.capacity.search import (
 )
 from planner.common.access import AUTHOR_ROLES, role_assert
 from planner.common.errors import PlannerError
-from planner.models import (
-    CapacityPlan,
-    CapacityPlanChunk,
-    ChunkStatus,
-    Organisation,
-    PlanStatus,
-    Project,
-    Scenario,
-    heartbeat_stale_before,
-)
-from planner.prices import price_get, price_key_parse
-from planner.services.scenarios import scenario_create, scenario_name_free
+from planner.models import CapacityPlan, CapacityPlanChunk, ChunkStatus, PlanStatus
+from planner.scenarios.models import Project, Scenario, heartbeat_stale_before
+from planner.scenarios.prices import price_get, price_key_parse
+from planner.scenarios.services.scenarios import scenario_create, scenario_name_free
 from pricing.access import visible
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError

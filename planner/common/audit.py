@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from lib.actors import Actor, actor_user
-from planner.models import AuditEvent, BudgetRequest, Scenario
+from planner.models import AuditEvent, BudgetRequest
+from planner.scenarios.models import Scenario
 
 
 def audit_record(

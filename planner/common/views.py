@@ -7,7 +7,7 @@ from django.shortcuts import render
 
 from lib.actors import Actor
 from lib.errors import DomainError
-from planner.models import Organisation, Role
+from organisations.models import Organisation, Role
 from planner.services import user_roles
 
 

@@ -13,7 +13,8 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from planner.models import BudgetRequest, EstimationRun
+from planner.models import BudgetRequest
+from planner.scenarios.models import EstimationRun
 
 JUSTIFICATION_HELP = (
     "Why this scenario, why now, and what happens if the budget is not approved. "

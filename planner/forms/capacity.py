@@ -12,7 +12,7 @@ from estimator.core.presets import load_presets
 from planner.capacity.search import deadline_days
 from planner.capacity.services import MAX_PLAN_GPUS, CapacityQuestion
 from planner.common.forms import DateField, choice_field, preset_label, tokens_parse
-from planner.models import Project, Scenario
+from planner.scenarios.models import Project, Scenario
 from pricing.currency import currency_code_check
 from pricing.errors import PricingError
 from pricing.models import PriceBook

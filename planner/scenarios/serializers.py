@@ -20,19 +20,13 @@ from rest_framework import serializers
 from lib.actors import Actor
 from lib.inputs import StorableInput
 from lib.money import MONEY_DIGITS, MONEY_PLACES
-from planner import selectors
-from planner.models import (
-    Comparison,
-    EstimationRun,
-    Organisation,
-    PriceSource,
-    Project,
-    Role,
-    Scenario,
-)
-from planner.prices import PRICE_MODELS, price_queryset
-from planner.selectors import ComparisonRow
-from planner.services import price_snapshot, user_roles
+from organisations.models import Organisation, Role
+from planner.scenarios import selectors
+from planner.scenarios.models import Comparison, EstimationRun, PriceSource, Project, Scenario
+from planner.scenarios.prices import PRICE_MODELS, price_queryset
+from planner.scenarios.selectors import ComparisonRow
+from planner.scenarios.services import price_snapshot
+from planner.services import user_roles
 
 #: The request's price fields: one per price source, named as the source.
 PRICE_FIELDS = tuple(PRICE_MODELS)

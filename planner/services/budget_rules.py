@@ -19,15 +19,9 @@ from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast, Coalesce
 
 from lib.actors import Actor
+from organisations.models import Organisation, Role
 from planner.common.access import user_roles
-from planner.models import (
-    AuditEvent,
-    BudgetDecision,
-    BudgetRequest,
-    BudgetState,
-    Organisation,
-    Role,
-)
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
 
 #: Audit actions that make a user an author of the request (and so not its approver).
 AUTHORING_ACTIONS = ("created", "edited", "submitted")

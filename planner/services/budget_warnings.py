@@ -21,8 +21,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from planner.common.errors import PlannerError
-from planner.models import BudgetRequest, EstimationRun, Project
-from planner.prices import PriceObject, price_get, prices_get
+from planner.models import BudgetRequest
+from planner.scenarios.models import EstimationRun, Project
+from planner.scenarios.prices import PriceObject, price_get, prices_get
 from pricing.errors import PricingError
 from pricing.models import PriceEntry
 from pricing.selectors import money_convert

@@ -27,20 +27,14 @@ from django.utils import timezone
 
 from lib.actors import Actor, actor_user
 from lib.updates import Change, audit_diff, model_update
+from organisations.models import Role
 from planner.budgets import notifications
 from planner.common.access import AUTHOR_ROLES, role_assert
 from planner.common.audit import audit_record
 from planner.common.errors import PlannerError, SeparationOfDuties, TransitionRefused
-from planner.models import (
-    TRANSITION_TOKEN,
-    BudgetDecision,
-    BudgetRequest,
-    BudgetState,
-    EstimationRun,
-    Role,
-    RunStatus,
-)
-from planner.prices import price_get, price_record
+from planner.models import TRANSITION_TOKEN, BudgetDecision, BudgetRequest, BudgetState
+from planner.scenarios.models import EstimationRun, RunStatus
+from planner.scenarios.prices import price_get, price_record
 from planner.services.budget_rules import (
     budget_approvals_recorded,
     budget_has_decided,

@@ -1,5 +1,4 @@
-"""Pages of the planner. The root urlconf uses ``home`` (the health probes are in
-``trainplan.health``); the rest are in ``planner.urls_web``."""
+"""Pages of the planner not yet in a room; ``planner.urls_web`` routes them."""
 
 from planner.views.budgets import (
     budget_approve,
@@ -16,7 +15,6 @@ from planner.views.budgets import (
     budget_submit,
     budget_xlsx,
 )
-from planner.views.general import home
 
 __all__ = [
     "budget_approve",
@@ -32,5 +30,4 @@ __all__ = [
     "budget_snapshot",
     "budget_submit",
     "budget_xlsx",
-    "home",
 ]

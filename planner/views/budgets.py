@@ -1,6 +1,6 @@
 """Budget requests: the lists, the form, the request page with its decisions, the sign-off pack.
 
-Every page reads through :func:`planner.selectors.projects_for`, so another organisation's
+Every page reads through :func:`planner.scenarios.selectors.projects_for`, so another organisation's
 request is a 404. Writes go through :mod:`planner.services.budgets`, which checks roles,
 states and separation of duties again; the buttons shown here only spare users a refusal.
 """
@@ -20,11 +20,15 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from lib.actors import Actor
+from organisations.models import Role
 from planner import selectors, services, signoff
 from planner.common.errors import NotAllowed, PlannerError
+from planner.common.forms import planner_error_add
 from planner.common.views import can_author, forbidden
-from planner.forms import BudgetActionForm, BudgetRequestForm, initial_from, planner_error_add
-from planner.models import BudgetRequest, BudgetState, EstimationRun, Role, RunStatus, Scenario
+from planner.forms import BudgetActionForm, BudgetRequestForm, initial_from
+from planner.models import BudgetRequest, BudgetState
+from planner.scenarios.models import EstimationRun, RunStatus, Scenario
+from planner.scenarios.selectors import latest_successful_runs, organisations_for, runs_for
 from planner.services.budget_rules import budget_approvals_recorded, budget_decision_standing
 from planner.services.budget_warnings import (
     BudgetWarning,
@@ -56,7 +60,7 @@ def _pk(user: Actor) -> int:
 def is_approver_somewhere(user: Actor) -> bool:
     return any(
         Role.APPROVER in services.user_roles(user, organisation)
-        for organisation in selectors.organisations_for(user)
+        for organisation in organisations_for(user)
     )
 
 
@@ -93,7 +97,7 @@ def alternative_runs(run: EstimationRun, keep: Iterable[int] = ()) -> QuerySet[E
     """The latest successful run of each other scenario of the run's project (and ``keep``):
     one query, however many scenarios the project has."""
     others = Scenario.objects.filter(project_id=run.scenario.project_id).exclude(pk=run.scenario_id)
-    latest = selectors.latest_successful_runs(others).values("pk")
+    latest = latest_successful_runs(others).values("pk")
     return (
         EstimationRun.objects.filter(Q(pk__in=latest) | Q(pk__in=list(keep)))
         .select_related("scenario")
@@ -157,7 +161,7 @@ def _form_page(
 @login_required
 @require_http_methods(["GET", "POST"])
 def budget_create(request: HttpRequest, run_pk: int) -> HttpResponse:
-    run = get_object_or_404(selectors.runs_for(request.user), pk=run_pk)
+    run = get_object_or_404(runs_for(request.user), pk=run_pk)
     project = run.scenario.project
     if not can_author(request.user, project.organisation):
         return forbidden(request, NotAllowed(f"Only a requester of {project.organisation} may "

@@ -26,8 +26,9 @@ from planner.common.errors import NotAllowed, PlannerError
 from planner.common.views import can_author, forbidden
 from planner.forms import CapacityForm
 from planner.models import CapacityPlan, PlanStatus
-from planner.views.figures import layout_text
-from planner.views.reads import tokens_text
+from planner.scenarios.selectors import organisations_for, projects_for, scenarios_for
+from planner.scenarios.views.figures import layout_text
+from planner.scenarios.views.reads import tokens_text
 from pricing.access import visible
 from pricing.models import PriceBook
 
@@ -45,7 +46,7 @@ def _books(request: HttpRequest) -> QuerySet[PriceBook]:
 
 
 def _initial(request: HttpRequest) -> dict[str, Any]:
-    organisation = selectors.organisations_for(request.user).first()
+    organisation = organisations_for(request.user).first()
     book = _books(request).order_by("-fetched_at")
     return {
         "model_preset": "llama3-8b",
@@ -59,8 +60,8 @@ def _initial(request: HttpRequest) -> dict[str, Any]:
 
 
 def _form(request: HttpRequest, data: Any = None) -> CapacityForm:
-    scenarios = selectors.scenarios_for(request.user).order_by("project__name", "name")
-    projects = selectors.projects_for(request.user).order_by("name")
+    scenarios = scenarios_for(request.user).order_by("project__name", "name")
+    projects = projects_for(request.user).order_by("name")
     form = CapacityForm(data, initial=_initial(request), scenarios=scenarios, projects=projects)
     book_field = form.fields["book"]
     assert isinstance(book_field, ModelChoiceField)
@@ -178,7 +179,7 @@ def capacity_plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "options": options,
         "status": status_data(plan),
         "can_author": can_author(request.user, plan.organisation),
-        "projects": selectors.projects_for(request.user)
+        "projects": projects_for(request.user)
         .filter(organisation=plan.organisation)
         .order_by("name"),
         "tokens_label": tokens_text(float(plan.scenario["training"]["tokens"])),
@@ -244,7 +245,7 @@ def capacity_plan_scenario(request: HttpRequest, pk: int) -> HttpResponse:
     """Make one option of the plan a scenario (cluster, layout and price) in a project."""
     plan = get_object_or_404(selectors.capacity_plans_for(request.user), pk=pk)
     project_id = _int(request.POST.get("project"))
-    projects = selectors.projects_for(request.user)
+    projects = projects_for(request.user)
     project = projects.filter(pk=project_id).first() if project_id is not None else None
     option, num_gpus = _int(request.POST.get("option")), _int(request.POST.get("num_gpus"))
     if project is None or option is None or num_gpus is None:

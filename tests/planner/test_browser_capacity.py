@@ -30,9 +30,10 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from organisations.demo import demo_organisation
 from planner.demo import demo_users_load
-from planner.models import CapacityPlan, EstimationRun, PlanStatus, Project, RunStatus, Scenario
-from planner.prices import price_describe
-from planner.services import project_create
+from planner.models import CapacityPlan, PlanStatus
+from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
+from planner.scenarios.prices import price_describe
+from planner.scenarios.services import project_create
 from pricing.demo import pricing_demo_load
 from pricing.models import PriceBook
 from tests.conftest import page_replaced

@@ -27,8 +27,10 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from organisations.demo import demo_organisation
+from organisations.models import Role
 from planner.demo import demo_users_load
-from planner.models import BudgetRequest, BudgetState, EstimationRun, Project, Role, RunStatus
+from planner.models import BudgetRequest, BudgetState
+from planner.scenarios.models import EstimationRun, Project, RunStatus
 from planner.services import membership_grant
 from pricing.demo import pricing_demo_load
 from tests.conftest import ARTIFACTS, page_replaced

@@ -16,17 +16,13 @@ from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from planner.models import BudgetRequest, EstimationRun, Organisation, Project, Scenario
-from planner.services import (
-    budget_request_create,
-    budget_request_submit,
-    project_create,
-    run_execute,
-    run_start,
-    scenario_create,
-)
+from organisations.models import Organisation
+from planner.models import BudgetRequest
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from planner.scenarios.services import project_create, run_execute, run_start, scenario_create
+from planner.services import budget_request_create, budget_request_submit
 from tests.planner.conftest import list_price, small_spec
-from tests.planner.test_browser_dates import _log_in
+from tests.planner.scenarios.test_browser_dates import _log_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

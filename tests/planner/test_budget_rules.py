@@ -8,7 +8,10 @@ import pytest
 from django.contrib.auth.models import AnonymousUser, User
 
 from lib.actors import Actor
-from planner.models import BudgetRequest, EstimationRun, Organisation, Role, Scenario
+from organisations.models import Organisation, Role
+from planner.models import BudgetRequest
+from planner.scenarios.models import EstimationRun, Scenario
+from planner.scenarios.services import run_execute, run_start
 from planner.services import (
     budget_request_approve,
     budget_request_create,
@@ -16,8 +19,6 @@ from planner.services import (
     budget_request_submit,
     budget_request_update,
     membership_grant,
-    run_execute,
-    run_start,
 )
 from planner.services.budget_rules import (
     budget_authors,

@@ -14,16 +14,10 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 
 from planner.common.errors import PlannerError
-from planner.models import AuditEvent, BudgetRequest, EstimationRun, Project, Scenario
-from planner.services import (
-    budget_request_create,
-    budget_request_submit,
-    budget_request_update,
-    run_execute,
-    run_start,
-    scenario_create,
-    scenario_fit_note,
-)
+from planner.models import AuditEvent, BudgetRequest
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create, scenario_fit_note
+from planner.services import budget_request_create, budget_request_submit, budget_request_update
 from planner.services.budget_warnings import (
     ABOVE_CEILING,
     BLOCK,

@@ -14,16 +14,11 @@ from django.contrib.auth.models import User
 from django.core import mail
 from django.db import connection
 
+from organisations.models import Organisation
 from planner.common.errors import NotAllowed, PlannerError
-from planner.models import (
-    AuditEvent,
-    BudgetRequest,
-    BudgetState,
-    EstimationRun,
-    Organisation,
-    Scenario,
-    StateChangeRefused,
-)
+from planner.models import AuditEvent, BudgetRequest, BudgetState, StateChangeRefused
+from planner.scenarios.models import EstimationRun, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create
 from planner.services import (
     SeparationOfDuties,
     TransitionRefused,
@@ -34,9 +29,6 @@ from planner.services import (
     budget_request_request_changes,
     budget_request_submit,
     budget_request_update,
-    run_execute,
-    run_start,
-    scenario_create,
 )
 from planner.signoff import signoff_csv, signoff_xlsx, spreadsheet_safe
 from planner.snapshot import canonical_json, snapshot_hash

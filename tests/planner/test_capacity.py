@@ -22,8 +22,8 @@ from planner.capacity.search import (
     plan_chunks,
     plan_merge,
 )
-from planner.prices import price_describe, price_get, price_key_parse
 from planner.scenarios.budget_figures import commitment_minimum
+from planner.scenarios.prices import price_describe, price_get, price_key_parse
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import Accelerator, PriceBook, PriceEntry, PricingType
 from pricing.selectors import money_convert, onprem_profile_cost

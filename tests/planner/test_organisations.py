@@ -13,11 +13,12 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from organisations.models import Organisation, Role
 from organisations.selectors import user_roles
 from planner.common.errors import PlannerError
-from planner.forms.prices import price_choices
-from planner.models import Organisation, Project, Role, Scenario
-from planner.services import scenario_create, scenario_update
+from planner.scenarios.forms.prices import price_choices
+from planner.scenarios.models import Project, Scenario
+from planner.scenarios.services import scenario_create, scenario_update
 from pricing.models import Accelerator, VendorQuote
 from pricing.services import quote_create
 from tests.planner.conftest import api_client, list_price, small_spec

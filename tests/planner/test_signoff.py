@@ -21,16 +21,11 @@ from numpy.testing import assert_allclose
 from pypdf import PdfReader
 
 from estimator.core.presets import recipe_scenario
-from planner.breakdowns import percent_text
-from planner.models import BudgetRequest, EstimationRun, Project, Scenario
-from planner.services import (
-    budget_request_approve,
-    budget_request_create,
-    budget_request_submit,
-    run_execute,
-    run_start,
-    scenario_create,
-)
+from planner.models import BudgetRequest
+from planner.scenarios.breakdowns import percent_text
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create
+from planner.services import budget_request_approve, budget_request_create, budget_request_submit
 from planner.signoff import (
     COMPARISON_HEADER,
     MARGINS_HEADER,
@@ -44,8 +39,7 @@ from planner.signoff import (
 )
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import PriceEntry
-from tests.planner.conftest import list_price, small_spec
-from tests.planner.views.conftest import _client
+from tests.planner.conftest import _client, list_price, small_spec
 
 pytestmark = pytest.mark.django_db
 

@@ -24,7 +24,7 @@ from planner.common.forms import (
     tokens_parse,
 )
 from planner.common.labels import OFFLOAD_MODES, OPTIMIZERS
-from planner.forms.finetuning import (
+from planner.scenarios.forms.finetuning import (
     DEFAULT_LORA_RANK,
     LORA_TARGETS,
     TRAINING_METHODS,
@@ -33,9 +33,9 @@ from planner.forms.finetuning import (
     training_options_initial,
     training_options_spec,
 )
-from planner.forms.prices import OptionAttrsSelect, price_choices, price_value
-from planner.models import Scenario
-from planner.prices import PriceObject, price_key_parse
+from planner.scenarios.forms.prices import OptionAttrsSelect, price_choices, price_value
+from planner.scenarios.models import Scenario
+from planner.scenarios.prices import PriceObject, price_key_parse
 from pricing import selectors as pricing_selectors
 
 CUSTOM = "custom"

@@ -31,19 +31,19 @@ from estimator.core.montecarlo import MAX_SAMPLES, Uncertainty, monte_carlo
 from estimator.core.sensitivity import sensitivity
 from lib.actors import Actor, actor_user
 from lib.heartbeat import gone_quiet, heartbeat
-from planner.bill import input_pipeline, whole_bill
 from planner.capacity.search import node_size
 from planner.common.access import AUTHOR_ROLES, role_assert
 from planner.common.errors import PlannerError, RunNotRetryable
-from planner.models import (
+from planner.scenarios.bill import input_pipeline, whole_bill
+from planner.scenarios.budget_figures import budget_figures, cost_of
+from planner.scenarios.models import (
     WORKER_LOST,
     EstimationRun,
     RunStatus,
     Scenario,
     heartbeat_stale_before,
 )
-from planner.scenarios.budget_figures import budget_figures, cost_of
-from planner.services.scenarios import price_snapshot, price_usage
+from planner.scenarios.services.scenarios import price_snapshot, price_usage
 from pricing.errors import PricingError
 from pricing.models import Accelerator
 from pricing.selectors import money_convert

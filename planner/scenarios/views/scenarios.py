@@ -13,23 +13,23 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.text import slugify
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from planner import selectors, services
-from planner.breakdowns import training_summary
 from planner.common.errors import NotAllowed, PlannerError
+from planner.common.forms import planner_error_add
 from planner.common.views import can_author, forbidden
-from planner.forms import (
+from planner.scenarios import selectors, services
+from planner.scenarios.breakdowns import training_summary
+from planner.scenarios.forms import (
     ScenarioForm,
     ScenarioImportForm,
     ScenarioJsonForm,
-    planner_error_add,
     preset_matching,
     presets_for_page,
     recipes_for_page,
 )
-from planner.models import Project, RunStatus, Scenario
-from planner.views.authoring import delete_page, refusal
-from planner.views.figures import layout_parts, run_figures
-from planner.views.reads import tokens_text
+from planner.scenarios.models import Project, RunStatus, Scenario
+from planner.scenarios.views.authoring import delete_page, refusal
+from planner.scenarios.views.figures import layout_parts, run_figures
+from planner.scenarios.views.reads import tokens_text
 
 #: The estimator's documented defaults, shown when a scenario leaves its margins out.
 DEFAULT_MARGINS = {"framework_overhead": 0.10, "network_jitter": 0.05}

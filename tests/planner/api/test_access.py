@@ -9,10 +9,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 from rest_framework.test import APIClient
 
-from planner.models import Comparison, EstimationRun, Organisation, Project, Scenario
-from planner.services import comparison_create, project_create
-from tests.planner.api.conftest import finished_run, scenario_add
-from tests.planner.conftest import list_price, small_spec
+from organisations.models import Organisation
+from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
+from planner.scenarios.services import comparison_create, project_create
+from tests.planner.conftest import finished_run, list_price, scenario_add, small_spec
 
 pytestmark = pytest.mark.django_db
 

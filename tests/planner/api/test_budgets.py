@@ -13,20 +13,14 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from organisations.models import Organisation
 from planner import services
 from planner.api.budget_serializers import STATE_READ_ONLY
-from planner.models import (
-    AuditEvent,
-    BudgetDecision,
-    BudgetRequest,
-    BudgetState,
-    EstimationRun,
-    Organisation,
-    Scenario,
-)
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
+from planner.scenarios.models import EstimationRun, Scenario
+from planner.scenarios.services import project_create, run_start
 from planner.snapshot import canonical_json
-from tests.planner.api.conftest import finished_run, scenario_add
-from tests.planner.conftest import api_client, too_big_scenario
+from tests.planner.conftest import api_client, finished_run, scenario_add, too_big_scenario
 
 pytestmark = pytest.mark.django_db
 
@@ -209,7 +203,7 @@ def test_create_bad_input_is_a_400_naming_the_field(
 def test_create_from_a_run_that_has_not_finished_is_a_400_on_run(
     requester_api: APIClient, requester: User, scenario: Scenario
 ) -> None:
-    queued = services.run_start(user=requester, scenario=scenario, seed=1, samples=500)
+    queued = run_start(user=requester, scenario=scenario, seed=1, samples=500)
     response = requester_api.post(LIST_URL, {"run": queued.pk, "title": "t", "justification": "j"})
     assert response.status_code == 400
     assert "has not succeeded" in response.json()["run"][0]
@@ -665,7 +659,7 @@ def test_list_filters_by_project_and_state(
     draft: BudgetRequest,
 ) -> None:
     sent = _submitted(requester, budget_run, "sent")
-    other_project = services.project_create(user=requester, organisation=organisation, name="Other")
+    other_project = project_create(user=requester, organisation=organisation, name="Other")
 
     def ids(**query: Any) -> list[int]:
         response = requester_api.get(LIST_URL, query)

@@ -15,16 +15,10 @@ from rest_framework.test import APIClient
 from lib.inputs import StorableInput
 from planner import services
 from planner.api import budget_serializers as budget_io
-from planner.models import (
-    AuditEvent,
-    BudgetDecision,
-    BudgetRequest,
-    Comparison,
-    EstimationRun,
-    Project,
-    Scenario,
-)
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest
 from planner.scenarios import serializers as io
+from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
+from planner.scenarios.services import scenario_export
 from pricing.api import serializers as pricing_io
 from tests.planner.conftest import list_price, small_spec
 from tests.pricing.api.inputs import (
@@ -105,7 +99,7 @@ ENDPOINTS = [
         "scenario-import",
         "post",
         lambda w: f"/api/v1/projects/{w['project'].pk}/scenarios/import/",
-        lambda w: services.scenario_export(w["scenario"]) | {"name": "Imported"},
+        lambda w: scenario_export(w["scenario"]) | {"name": "Imported"},
         io.ScenarioDocument,
         TABLES,
     ),

@@ -24,26 +24,16 @@ from django.urls import reverse
 from openpyxl import load_workbook
 from pypdf import PdfReader
 
-from planner.models import (
-    AuditEvent,
-    BudgetDecision,
-    BudgetRequest,
-    BudgetState,
-    EstimationRun,
-    Organisation,
-    Project,
-    Role,
-    Scenario,
-)
+from organisations.models import Organisation, Role
+from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create
 from planner.services import (
     budget_request_approve,
     budget_request_create,
     budget_request_submit,
     budget_request_update,
     membership_grant,
-    run_execute,
-    run_start,
-    scenario_create,
 )
 from planner.snapshot import snapshot_hash
 from pricing.models import PriceEntry
