@@ -155,7 +155,7 @@ def _first(queryset: Any) -> Any:
 
 def _pages() -> dict[str, str]:
     """Page name -> path, on the demo data."""
-    from planner.models import BudgetRequest
+    from planner.budgets.models import BudgetRequest
     from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
     from pricing.models import PriceBook
 
@@ -191,7 +191,7 @@ def _users_create(count: int) -> list[str]:
     from django.contrib.auth.models import User
 
     from organisations.models import Organisation, Role
-    from planner.services import membership_grant
+    from organisations.services import membership_grant
 
     organisation = Organisation.objects.order_by("pk").first()
     assert organisation is not None

@@ -11,7 +11,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from organisations.models import Membership, Organisation
-from planner.models import AuditEvent, BudgetRequest
+from planner.budgets.models import AuditEvent, BudgetRequest
 from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
 
 

@@ -3,8 +3,9 @@
 from django.urls import path
 
 from planner.accounts import views as accounts
+from planner.budgets import views as budgets
 from planner.scenarios.views import comparisons, projects, run_diff, runs, scenarios
-from planner.views import budgets, capacity
+from planner.views import capacity
 
 app_name = "planner"
 urlpatterns = [

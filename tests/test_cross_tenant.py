@@ -41,13 +41,16 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from organisations.models import Organisation, Role
+from organisations.services import membership_grant, organisation_create
+from planner.budgets.models import BudgetRequest
+from planner.budgets.services import budget_request_create, budget_request_submit
 from planner.capacity.services import (
     CapacityQuestion,
     capacity_chunk_execute,
     capacity_plan_create,
     capacity_plan_merge,
 )
-from planner.models import BudgetRequest, CapacityPlan
+from planner.models import CapacityPlan
 from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
 from planner.scenarios.services import (
     comparison_create,
@@ -55,12 +58,6 @@ from planner.scenarios.services import (
     run_execute,
     run_start,
     scenario_create,
-)
-from planner.services import (
-    budget_request_create,
-    budget_request_submit,
-    membership_grant,
-    organisation_create,
 )
 from pricing.demo import pricing_demo_load
 from pricing.models import Accelerator, OnPremProfile, PriceBook, PriceEntry, VendorQuote

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rest_framework.routers import BaseRouter
 
 from planner.api import views
+from planner.budgets import api as budgets
 from planner.scenarios import api as scenarios
 
 ROUTES = (
@@ -13,7 +14,7 @@ ROUTES = (
     ("scenarios", scenarios.ScenarioViewSet, "scenario"),
     ("runs", scenarios.RunViewSet, "run"),
     ("comparisons", scenarios.ComparisonViewSet, "comparison"),
-    ("budgets", views.BudgetRequestViewSet, "budget"),
+    ("budgets", budgets.BudgetRequestViewSet, "budget"),
     ("capacity-plans", views.CapacityPlanViewSet, "capacity-plan"),
 )
 

@@ -1,6 +1,6 @@
 """E-mail about budget requests: approvers hear of a submission, the requester of a decision.
 
-A notification is an outbox row (:class:`planner.models.Notification`) written in the
+A notification is an outbox row (:class:`planner.budgets.models.Notification`) written in the
 transaction that made the change, so nobody is told of a transition that was rolled back and
 a broker outage loses nothing. After the commit a Celery task sends it with Django's
 configured mail backend (the console in development, SMTP in production; tests read
@@ -22,7 +22,7 @@ from django.db import models, transaction
 from django.utils import timezone
 
 from organisations.models import Membership, Role
-from planner.models import BudgetRequest, Notification, NotificationStatus
+from planner.budgets.models import BudgetRequest, Notification, NotificationStatus
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lib.actors import Actor, actor_user
-from planner.models import AuditEvent, BudgetRequest
+from planner.budgets.models import AuditEvent, BudgetRequest
 from planner.scenarios.models import Scenario
 
 

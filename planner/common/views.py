@@ -8,7 +8,7 @@ from django.shortcuts import render
 from lib.actors import Actor
 from lib.errors import DomainError
 from organisations.models import Organisation, Role
-from planner.services import user_roles
+from planner.common.access import user_roles
 
 
 def forbidden(request: HttpRequest, error: DomainError) -> HttpResponse:

@@ -21,12 +21,12 @@ from lib.actors import Actor
 from lib.inputs import StorableInput
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from organisations.models import Organisation, Role
+from planner.common.access import user_roles
 from planner.scenarios import selectors
 from planner.scenarios.models import Comparison, EstimationRun, PriceSource, Project, Scenario
 from planner.scenarios.prices import PRICE_MODELS, price_queryset
 from planner.scenarios.selectors import ComparisonRow
 from planner.scenarios.services import price_snapshot
-from planner.services import user_roles
 
 #: The request's price fields: one per price source, named as the source.
 PRICE_FIELDS = tuple(PRICE_MODELS)

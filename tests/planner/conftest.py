@@ -20,9 +20,9 @@ from rest_framework.test import APIClient
 from estimator.core.presets import preset_scenario
 from organisations.demo import demo_organisation
 from organisations.models import Organisation, Role
+from organisations.services import membership_grant, organisation_create
 from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
 from planner.scenarios.services import project_create, run_execute, run_start, scenario_create
-from planner.services import membership_grant, organisation_create
 from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_REFERENCE, pricing_demo_load
 from pricing.models import Accelerator, OnPremProfile, PriceEntry, VendorQuote
 from pricing.services import quote_create

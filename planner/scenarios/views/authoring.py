@@ -8,8 +8,8 @@ from django.db.models import Model, ProtectedError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from planner.budgets.models import AuditEvent, BudgetRequest
 from planner.common.errors import NotAllowed
-from planner.models import AuditEvent, BudgetRequest
 from planner.scenarios.models import Project, Scenario
 
 #: Why a row the database protects (``on_delete=PROTECT``) stops a delete, by its model.

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from planner.budgets.warnings import BudgetWarning, runs_warnings
 from planner.common.labels import MEMORY_PARTS, STEP_PARTS
 from planner.scenarios.breakdowns import (
     margin_lines,
@@ -18,7 +19,6 @@ from planner.scenarios.breakdowns import (
 )
 from planner.scenarios.models import EstimationRun, RunStatus, Scenario
 from planner.scenarios.selectors import ComparisonRow, comparison_rows
-from planner.services.budget_warnings import BudgetWarning, runs_warnings
 
 BOTTLENECKS = {
     "compute": "Compute",

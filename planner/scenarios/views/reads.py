@@ -15,9 +15,9 @@ from typing import Any
 
 from lib.actors import Actor
 from organisations.models import Organisation, Role
+from planner.common.access import user_roles
 from planner.scenarios import selectors
 from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
-from planner.services import user_roles
 
 CENT = Decimal("0.01")
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)

@@ -9,11 +9,11 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from planner.models import BudgetState
+from planner.budgets.models import BudgetState
+from planner.budgets.selectors import budget_requests_for
 from planner.scenarios.models import EstimationRun, RunStatus
 from planner.scenarios.run_diff import RunDiff, run_diff
 from planner.scenarios.selectors import runs_for
-from planner.selectors import budget_requests_for
 
 #: Runs offered in the picker.
 PICKER_LIMIT = 50

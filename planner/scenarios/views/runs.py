@@ -14,12 +14,12 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from planner.budgets.warnings import run_warnings
 from planner.common.errors import NotAllowed, PlannerError
 from planner.common.views import can_author, forbidden
 from planner.scenarios import selectors, services
 from planner.scenarios.models import EstimationRun, RunStatus
 from planner.scenarios.views.figures import run_figures
-from planner.services.budget_warnings import run_warnings
 
 
 @login_required

@@ -13,9 +13,9 @@ from rest_framework import serializers
 from rest_framework.test import APIClient
 
 from lib.inputs import StorableInput
-from planner import services
-from planner.api import budget_serializers as budget_io
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest
+from planner.budgets import serializers as budget_io
+from planner.budgets import services
+from planner.budgets.models import AuditEvent, BudgetDecision, BudgetRequest
 from planner.scenarios import serializers as io
 from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
 from planner.scenarios.services import scenario_export

@@ -11,9 +11,9 @@ from rest_framework.test import APIClient
 
 from lib.api import protected_response
 from organisations.models import Organisation, Role
+from organisations.services import membership_grant
 from planner.scenarios.models import Project
 from planner.scenarios.services import project_create
-from planner.services import membership_grant
 from tests.planner.conftest import api_client
 
 pytestmark = pytest.mark.django_db

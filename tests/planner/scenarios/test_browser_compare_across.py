@@ -8,9 +8,9 @@ from django.contrib.auth.models import User
 from selenium.webdriver.common.by import By
 
 from organisations.models import Organisation, Role
+from organisations.services import membership_grant, organisation_create
 from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
 from planner.scenarios.services import project_create, run_start, scenario_create
-from planner.services import membership_grant, organisation_create
 from pricing.demo import pricing_demo_load
 from tests.planner.conftest import list_price, small_spec
 from tests.services import wait_for

@@ -25,9 +25,9 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from estimator.core.presets import load_recipes
 from organisations.demo import demo_organisation
 from organisations.models import Role
+from organisations.services import membership_grant
 from planner.demo import demo_users_load
 from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
-from planner.services import membership_grant
 from pricing.demo import pricing_demo_load
 from tests.planner.conftest import list_price
 from tests.planner.test_browser_journey import CANVAS_INK, _inked, _log_in, _type, _wait_for_status

@@ -17,7 +17,12 @@ from django.test import Client
 from django.urls import reverse
 
 from organisations.models import Organisation
-from planner.models import BudgetRequest, BudgetState
+from planner.budgets.models import BudgetRequest, BudgetState
+from planner.budgets.services import (
+    budget_request_approve,
+    budget_request_create,
+    budget_request_submit,
+)
 from planner.scenarios.models import EstimationRun, RunStatus, Scenario
 from planner.scenarios.run_diff import RunDiff, RunNotComparable, run_diff
 from planner.scenarios.services import (
@@ -27,7 +32,6 @@ from planner.scenarios.services import (
     scenario_create,
     scenario_update,
 )
-from planner.services import budget_request_approve, budget_request_create, budget_request_submit
 from pricing.models import PriceEntry
 from tests.planner.conftest import list_price, small_spec
 

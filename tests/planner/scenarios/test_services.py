@@ -13,8 +13,8 @@ from django.utils import timezone
 from estimator.core import estimate
 from estimator.core.montecarlo import Uncertainty, monte_carlo
 from organisations.models import Organisation
+from planner.budgets.models import AuditEvent
 from planner.common.errors import NotAllowed, PlannerError, RunNotRetryable
-from planner.models import AuditEvent
 from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
 from planner.scenarios.selectors import comparison_rows, projects_for, scenarios_for
 from planner.scenarios.services import (

@@ -12,9 +12,9 @@ from django.urls import reverse
 
 from estimator.core.presets import recipe_scenario
 from organisations.models import Organisation, Role
+from organisations.services import membership_grant
 from planner.scenarios.models import Comparison, Project, Scenario
 from planner.scenarios.services import project_create, scenario_create
-from planner.services import membership_grant
 from pricing.models import PriceEntry
 from tests.planner.conftest import (
     Capture,

@@ -18,10 +18,10 @@ from django.utils import translation
 from pytest_django.fixtures import Settings
 
 from organisations.models import Organisation
+from organisations.services import membership_grant
 from planner.scenarios.forms import ProjectEditForm
 from planner.scenarios.models import EstimationRun, Project, Scenario
 from planner.scenarios.services import project_create
-from planner.services import membership_grant
 from tests.planner.conftest import (
     Capture,
     _add_scenario,

@@ -14,11 +14,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from estimator.core.presets import load_presets
-from planner.models import AuditEvent, BudgetRequest
+from planner.budgets.models import AuditEvent, BudgetRequest
+from planner.budgets.services import budget_request_create
 from planner.scenarios.models import EstimationRun, Project, Scenario
 from planner.scenarios.prices import price_key
 from planner.scenarios.services import scenario_create, scenario_update
-from planner.services import budget_request_create
 from pricing.models import VendorQuote
 from tests.planner.conftest import (
     Capture,

@@ -17,10 +17,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from planner.models import BudgetRequest
+from planner.budgets.models import BudgetRequest
+from planner.budgets.services import budget_request_create, budget_request_submit
 from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
 from planner.scenarios.services import comparison_create
-from planner.services import budget_request_create, budget_request_submit
 from pricing.models import PriceBook
 from tests.planner.conftest import Capture, _add_scenario, _client, _finished_run, list_price
 

@@ -13,12 +13,13 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from planner.common.errors import PlannerError
-from planner.models import AuditEvent, BudgetRequest
-from planner.scenarios.models import EstimationRun, Project, Scenario
-from planner.scenarios.services import run_execute, run_start, scenario_create, scenario_fit_note
-from planner.services import budget_request_create, budget_request_submit, budget_request_update
-from planner.services.budget_warnings import (
+from planner.budgets.models import AuditEvent, BudgetRequest
+from planner.budgets.services import (
+    budget_request_create,
+    budget_request_submit,
+    budget_request_update,
+)
+from planner.budgets.warnings import (
     ABOVE_CEILING,
     BLOCK,
     DOES_NOT_FIT,
@@ -29,6 +30,9 @@ from planner.services.budget_warnings import (
     request_warnings,
     run_warnings,
 )
+from planner.common.errors import PlannerError
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create, scenario_fit_note
 from pricing.models import PriceEntry
 from tests.planner.conftest import list_price, small_spec, too_big_scenario, too_big_spec
 

@@ -17,10 +17,10 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
 from organisations.models import Organisation
-from planner.models import BudgetRequest
+from planner.budgets.models import BudgetRequest
+from planner.budgets.services import budget_request_create, budget_request_submit
 from planner.scenarios.models import EstimationRun, Project, Scenario
 from planner.scenarios.services import project_create, run_execute, run_start, scenario_create
-from planner.services import budget_request_create, budget_request_submit
 from tests.planner.conftest import list_price, small_spec
 from tests.planner.scenarios.test_browser_dates import _log_in
 

@@ -1,7 +1,7 @@
 """Budget requests: the lists, the form, the request page with its decisions, the sign-off pack.
 
 Every page reads through :func:`planner.scenarios.selectors.projects_for`, so another organisation's
-request is a 404. Writes go through :mod:`planner.services.budgets`, which checks roles,
+request is a 404. Writes go through :mod:`planner.budgets.services`, which checks roles,
 states and separation of duties again; the buttons shown here only spare users a refusal.
 """
 
@@ -21,23 +21,24 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from lib.actors import Actor
 from organisations.models import Role
-from planner import selectors, services, signoff
-from planner.common.errors import NotAllowed, PlannerError
-from planner.common.forms import planner_error_add
-from planner.common.views import can_author, forbidden
-from planner.forms import BudgetActionForm, BudgetRequestForm, initial_from
-from planner.models import BudgetRequest, BudgetState
-from planner.scenarios.models import EstimationRun, RunStatus, Scenario
-from planner.scenarios.selectors import latest_successful_runs, organisations_for, runs_for
-from planner.services.budget_rules import budget_approvals_recorded, budget_decision_standing
-from planner.services.budget_warnings import (
+from planner.budgets import selectors, services, signoff
+from planner.budgets.forms import BudgetActionForm, BudgetRequestForm, initial_from
+from planner.budgets.models import BudgetRequest, BudgetState
+from planner.budgets.rules import budget_approvals_recorded, budget_decision_standing
+from planner.budgets.services import EDITABLE_STATES, request_amount
+from planner.budgets.snapshot import canonical_json, snapshot_verify
+from planner.budgets.warnings import (
     BudgetWarning,
     request_warnings,
     run_warnings,
     warnings_blocking,
 )
-from planner.services.budgets import EDITABLE_STATES, request_amount
-from planner.snapshot import canonical_json, snapshot_verify
+from planner.common.access import user_roles
+from planner.common.errors import NotAllowed, PlannerError
+from planner.common.forms import planner_error_add
+from planner.common.views import can_author, forbidden
+from planner.scenarios.models import EstimationRun, RunStatus, Scenario
+from planner.scenarios.selectors import latest_successful_runs, organisations_for, runs_for
 
 TABS = (("mine", "My requests"), ("queue", "Awaiting my approval"), ("all", "All requests"))
 
@@ -59,8 +60,7 @@ def _pk(user: Actor) -> int:
 
 def is_approver_somewhere(user: Actor) -> bool:
     return any(
-        Role.APPROVER in services.user_roles(user, organisation)
-        for organisation in organisations_for(user)
+        Role.APPROVER in user_roles(user, organisation) for organisation in organisations_for(user)
     )
 
 
@@ -78,7 +78,7 @@ class Allowed:
 
 
 def allowed_actions(user: Actor, budget: BudgetRequest) -> Allowed:
-    roles = services.user_roles(user, budget.project.organisation)
+    roles = user_roles(user, budget.project.organisation)
     requester = Role.REQUESTER in roles
     standing = budget_decision_standing(user, budget, roles=roles)
     editable = budget.state in EDITABLE_STATES

@@ -20,8 +20,8 @@ from typing import Any, Literal
 from django.conf import settings
 from django.utils import timezone
 
+from planner.budgets.models import BudgetRequest
 from planner.common.errors import PlannerError
-from planner.models import BudgetRequest
 from planner.scenarios.models import EstimationRun, Project
 from planner.scenarios.prices import PriceObject, price_get, prices_get
 from pricing.errors import PricingError

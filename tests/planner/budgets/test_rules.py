@@ -9,24 +9,24 @@ from django.contrib.auth.models import AnonymousUser, User
 
 from lib.actors import Actor
 from organisations.models import Organisation, Role
-from planner.models import BudgetRequest
-from planner.scenarios.models import EstimationRun, Scenario
-from planner.scenarios.services import run_execute, run_start
-from planner.services import (
-    budget_request_approve,
-    budget_request_create,
-    budget_request_request_changes,
-    budget_request_submit,
-    budget_request_update,
-    membership_grant,
-)
-from planner.services.budget_rules import (
+from organisations.services import membership_grant
+from planner.budgets.models import BudgetRequest
+from planner.budgets.rules import (
     budget_authors,
     budget_decision_standing,
     budget_requests_decidable,
     budget_submission,
     budget_submission_expression,
 )
+from planner.budgets.services import (
+    budget_request_approve,
+    budget_request_create,
+    budget_request_request_changes,
+    budget_request_submit,
+    budget_request_update,
+)
+from planner.scenarios.models import EstimationRun, Scenario
+from planner.scenarios.services import run_execute, run_start
 
 pytestmark = pytest.mark.django_db
 

@@ -26,8 +26,11 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from planner.budgets.charts import CostPoint, Spread, cost_versus_days, stacked_bars, tornado_svg
+from planner.budgets.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
+from planner.budgets.snapshot import snapshot_document
+from planner.budgets.warnings import BLOCK, request_warnings
 from planner.common.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
 from planner.scenarios.breakdowns import (
     TrainingMethod,
     margin_lines,
@@ -37,9 +40,6 @@ from planner.scenarios.breakdowns import (
     whole_run_table,
 )
 from planner.scenarios.models import PriceSource
-from planner.services.budget_warnings import BLOCK, request_warnings
-from planner.services.budgets import snapshot_document
-from planner.svgcharts import CostPoint, Spread, cost_versus_days, stacked_bars, tornado_svg
 from pricing.models import PricingType
 
 #: Characters that make a spreadsheet read a cell as a formula (OWASP "CSV injection").

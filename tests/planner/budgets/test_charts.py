@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from planner.svgcharts import (
+from planner.budgets.charts import (
     HEIGHT,
     MARGIN_BOTTOM,
     MARGIN_LEFT,

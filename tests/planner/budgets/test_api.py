@@ -14,12 +14,12 @@ from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from organisations.models import Organisation
-from planner import services
-from planner.api.budget_serializers import STATE_READ_ONLY
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
+from planner.budgets import services
+from planner.budgets.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
+from planner.budgets.serializers import STATE_READ_ONLY
+from planner.budgets.snapshot import canonical_json
 from planner.scenarios.models import EstimationRun, Scenario
 from planner.scenarios.services import project_create, run_start
-from planner.snapshot import canonical_json
 from tests.planner.conftest import api_client, finished_run, scenario_add, too_big_scenario
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Forms of the budget-request pages: they parse input; :mod:`planner.services.budgets` decides.
+"""Forms of the budget-request pages: they parse input; :mod:`planner.budgets.services` decides.
 
 The amount is never typed in: the service derives it from the run's figures and the basis
 (P50 + contingency, or P90), so the forms carry only what the requester chooses.
@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.db.models import QuerySet
 
-from planner.models import BudgetRequest
+from planner.budgets.models import BudgetRequest
 from planner.scenarios.models import EstimationRun
 
 JUSTIFICATION_HELP = (

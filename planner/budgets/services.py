@@ -8,11 +8,11 @@ States and the only transitions between them (each one a function below)::
                                 |--request_changes--> changes_requested --submit--> submitted
 
 Every transition locks the request's row (``SELECT ... FOR UPDATE``), checks the state it
-finds there, saves the new one and appends an :class:`~planner.models.AuditEvent`; two
+finds there, saves the new one and appends an :class:`~planner.budgets.models.AuditEvent`; two
 approvers acting at once therefore produce exactly one transition, and the second is told
 what happened. Nobody approves, rejects or asks for changes on a request they created or
 edited: that rule, and which submission is being decided, live in
-:mod:`planner.services.budget_rules`.
+:mod:`planner.budgets.rules`.
 """
 
 from __future__ import annotations
@@ -29,32 +29,29 @@ from lib.actors import Actor, actor_user
 from lib.updates import Change, audit_diff, model_update
 from organisations.models import Role
 from planner.budgets import notifications
-from planner.common.access import AUTHOR_ROLES, role_assert
-from planner.common.audit import audit_record
-from planner.common.errors import PlannerError, SeparationOfDuties, TransitionRefused
-from planner.models import TRANSITION_TOKEN, BudgetDecision, BudgetRequest, BudgetState
-from planner.scenarios.models import EstimationRun, RunStatus
-from planner.scenarios.prices import price_get, price_record
-from planner.services.budget_rules import (
+from planner.budgets.models import TRANSITION_TOKEN, BudgetDecision, BudgetRequest, BudgetState
+from planner.budgets.rules import (
     budget_approvals_recorded,
     budget_has_decided,
     budget_is_author,
     budget_submission,
 )
-from planner.services.budget_warnings import (
+from planner.budgets.snapshot import snapshot_document, snapshot_freeze
+from planner.budgets.warnings import (
     BudgetWarning,
     run_warnings,
     warnings_blocking,
-    warnings_json,
     warnings_override_check,
 )
-from planner.snapshot import snapshot_freeze
+from planner.common.access import AUTHOR_ROLES, role_assert
+from planner.common.audit import audit_record
+from planner.common.errors import PlannerError, SeparationOfDuties, TransitionRefused
+from planner.scenarios.models import EstimationRun, RunStatus
 from pricing.errors import PricingError
 from pricing.selectors import money_convert
 
 EDITABLE_STATES = (BudgetState.DRAFT, BudgetState.CHANGES_REQUESTED)
 REQUEST_FIELDS = ("title", "justification", "basis", "contingency", "override_reason")
-SNAPSHOT_FORMAT = "trainplan-budget-snapshot"
 
 
 # --- Amounts -----------------------------------------------------------------------------------
@@ -277,119 +274,6 @@ def _alternatives_set(
     current.alternatives.set(_alternatives_check(current.run, alternatives))
     after = sorted(current.alternatives.values_list("pk", flat=True))
     return Change(before, after) if after != before else None
-
-
-# --- The snapshot ----------------------------------------------------------------------------
-
-
-def _as_text(value: Any) -> Any:
-    # Decimals as text in the live preview too, so a draft's page shows what freezing keeps.
-    if isinstance(value, Decimal):
-        return str(value)
-    if isinstance(value, list | tuple):
-        return [_as_text(item) for item in value]
-    return value
-
-
-def _price_record(run: EstimationRun) -> dict[str, Any]:
-    """The price object the run was costed with, as it stands at submission."""
-    price = price_get(run.price.get("source"), run.price.get("id"))
-    if price is None:
-        raise PlannerError(f"the price of run {run.pk} no longer exists", field="run")
-    return price_record(price)
-
-
-def _run_summary(run: EstimationRun) -> dict[str, Any]:
-    budget, result = run.budget or {}, run.result or {}
-    return {
-        "run": run.pk,
-        "scenario": run.scenario.name,
-        "accelerator": run.inputs["scenario"]["cluster"]["accelerator"],
-        "num_gpus": run.inputs["scenario"]["cluster"]["num_gpus"],
-        "price": run.price,
-        "currency": budget.get("currency"),
-        "cost": budget.get("cost"),
-        "converted": budget.get("converted"),
-        "training_days": budget.get("training_days"),
-        "gpu_hours": budget.get("gpu_hours"),
-        "cost_per_million_tokens": budget.get("cost_per_million_tokens"),
-        "mfu": result.get("mfu"),
-        "fits_in_memory": result.get("fits_in_memory"),
-        "bottleneck": result.get("bottleneck"),
-        "step_time_breakdown_s": result.get("time_per_step_breakdown_s"),
-        "memory_per_gpu_gib": result.get("memory_per_gpu_gib"),
-        "accelerator_memory_gib": result.get("accelerator_memory_gib"),
-        "margins_applied": result.get("margins_applied"),
-        "software_stack": result.get("software_stack"),
-        "whole_run": result.get("whole_run"),
-        "training_method": result.get("training_method"),
-    }
-
-
-def snapshot_document(
-    request: BudgetRequest,
-    *,
-    submission: int,
-    warnings: Sequence[BudgetWarning] | None = None,
-) -> dict[str, Any]:
-    """Everything the budget rests on, as one JSON document.
-
-    ``warnings`` are the chosen run's (:func:`~planner.services.budget_warnings.run_warnings`),
-    computed here unless the caller has them; ``override_reason`` says why a request went
-    ahead despite a blocking one.
-    """
-    run, project = request.run, request.project
-    if warnings is None:
-        warnings = run_warnings(run, project=project)
-    return {
-        "format": SNAPSHOT_FORMAT,
-        "version": 1,
-        "frozen_at": timezone.now().isoformat(),
-        "submission": submission,
-        "request": {
-            "id": request.pk,
-            "title": request.title,
-            "basis": request.basis,
-            "amount": str(request.amount),
-            "contingency": str(request.contingency),
-            "currency": request.currency,
-            "justification": request.justification,
-            "approvals_required": request.approvals_required,
-            "created_by": request.created_by.get_username(),
-            "supersedes": request.supersedes_id,
-        },
-        "project": {
-            "id": project.pk,
-            "name": project.name,
-            "organisation": project.organisation.name,
-            "goal": project.goal,
-            "deadline": project.deadline.isoformat() if project.deadline else None,
-            "budget_ceiling": _as_text(project.budget_ceiling),
-            "currency": project.currency,
-        },
-        "scenario": {"id": run.scenario_id, "name": run.scenario.name, "inputs": run.inputs},
-        "price": run.price,
-        "price_record": _price_record(run),
-        "exchange_rates": (run.budget or {}).get("converted"),
-        "estimator_version": run.estimator_version,
-        "montecarlo": {"seed": run.seed, "samples": run.samples},
-        "results": {"estimate": run.result, "montecarlo": run.montecarlo, "budget": run.budget},
-        # What would make the chosen run cheaper or faster, priced (without each changed
-        # scenario, which the run keeps).
-        "levers": [
-            {key: value for key, value in lever.items() if key != "scenario"}
-            for lever in run.levers or []
-        ],
-        # What moves the chosen run's budget (the tornado); the whole bill is in its budget.
-        "sensitivity": run.sensitivity,
-        "chosen": _run_summary(run),
-        "alternatives": [
-            _run_summary(alt)
-            for alt in request.alternatives.select_related("scenario").order_by("pk")
-        ],
-        "warnings": warnings_json(warnings),
-        "override_reason": request.override_reason,
-    }
 
 
 def _approvals_required(request: BudgetRequest) -> int:

@@ -20,11 +20,15 @@ from django.test import Client
 from django.urls import reverse
 from pytest_django.fixtures import Settings
 
+from planner.budgets.models import BudgetRequest, BudgetState, Notification, NotificationStatus
 from planner.budgets.notifications import notifications_dispatch, site_url
-from planner.models import BudgetRequest, BudgetState, Notification, NotificationStatus
+from planner.budgets.services import (
+    budget_request_approve,
+    budget_request_create,
+    budget_request_submit,
+)
 from planner.scenarios.models import Scenario
 from planner.scenarios.services import run_execute, run_start
-from planner.services import budget_request_approve, budget_request_create, budget_request_submit
 from tests.services import wait_for
 from trainplan.celery import app as celery_app
 

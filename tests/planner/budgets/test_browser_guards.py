@@ -27,11 +27,11 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from organisations.demo import demo_organisation
 from organisations.models import Role
+from organisations.services import membership_grant
+from planner.budgets.models import BudgetRequest, BudgetState
 from planner.demo import demo_users_load
-from planner.models import BudgetRequest, BudgetState
 from planner.scenarios.models import RunStatus, Scenario
 from planner.scenarios.services import project_create, scenario_create
-from planner.services import membership_grant
 from pricing.demo import pricing_demo_load
 from pricing.models import PriceEntry
 from tests.conftest import ARTIFACTS, page_replaced

@@ -21,12 +21,13 @@ from numpy.testing import assert_allclose
 from pypdf import PdfReader
 
 from estimator.core.presets import recipe_scenario
-from planner.models import BudgetRequest
-from planner.scenarios.breakdowns import percent_text
-from planner.scenarios.models import EstimationRun, Project, Scenario
-from planner.scenarios.services import run_execute, run_start, scenario_create
-from planner.services import budget_request_approve, budget_request_create, budget_request_submit
-from planner.signoff import (
+from planner.budgets.models import BudgetRequest
+from planner.budgets.services import (
+    budget_request_approve,
+    budget_request_create,
+    budget_request_submit,
+)
+from planner.budgets.signoff import (
     COMPARISON_HEADER,
     MARGINS_HEADER,
     TRAINING_METHOD_HEADER,
@@ -37,6 +38,9 @@ from planner.signoff import (
     signoff_pdf,
     signoff_xlsx,
 )
+from planner.scenarios.breakdowns import percent_text
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import PriceEntry
 from tests.planner.conftest import _client, list_price, small_spec

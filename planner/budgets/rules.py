@@ -2,9 +2,9 @@
 
 Separation of duties: nobody approves, rejects or sends back a request they created, edited or
 submitted. An approver decides once on each submission; a request sent back and submitted
-again is decided afresh. The decision services (:mod:`planner.services.budgets`) enforce these
+again is decided afresh. The decision services (:mod:`planner.budgets.services`) enforce these
 rules, the request page offers its buttons by :func:`budget_decision_standing`, and the
-approver queue (:func:`planner.selectors.budget_requests_awaiting`) is
+approver queue (:func:`planner.budgets.selectors.budget_requests_awaiting`) is
 :func:`budget_requests_decidable`: the same rules as one query. Each Python predicate and its
 query form sit together here, so that they change together.
 """
@@ -20,8 +20,8 @@ from django.db.models.functions import Cast, Coalesce
 
 from lib.actors import Actor
 from organisations.models import Organisation, Role
+from planner.budgets.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
 from planner.common.access import user_roles
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
 
 #: Audit actions that make a user an author of the request (and so not its approver).
 AUTHORING_ACTIONS = ("created", "edited", "submitted")

@@ -25,17 +25,17 @@ from openpyxl import load_workbook
 from pypdf import PdfReader
 
 from organisations.models import Organisation, Role
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
-from planner.scenarios.models import EstimationRun, Project, Scenario
-from planner.scenarios.services import run_execute, run_start, scenario_create
-from planner.services import (
+from organisations.services import membership_grant
+from planner.budgets.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
+from planner.budgets.services import (
     budget_request_approve,
     budget_request_create,
     budget_request_submit,
     budget_request_update,
-    membership_grant,
 )
-from planner.snapshot import snapshot_hash
+from planner.budgets.snapshot import snapshot_hash
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create
 from pricing.models import PriceEntry
 from tests.planner.conftest import list_price, small_spec, too_big_scenario, too_big_spec
 

@@ -15,13 +15,8 @@ from django.core import mail
 from django.db import connection
 
 from organisations.models import Organisation
-from planner.common.errors import NotAllowed, PlannerError
-from planner.models import AuditEvent, BudgetRequest, BudgetState, StateChangeRefused
-from planner.scenarios.models import EstimationRun, Scenario
-from planner.scenarios.services import run_execute, run_start, scenario_create
-from planner.services import (
-    SeparationOfDuties,
-    TransitionRefused,
+from planner.budgets.models import AuditEvent, BudgetRequest, BudgetState, StateChangeRefused
+from planner.budgets.services import (
     budget_request_approve,
     budget_request_close,
     budget_request_create,
@@ -30,8 +25,11 @@ from planner.services import (
     budget_request_submit,
     budget_request_update,
 )
-from planner.signoff import signoff_csv, signoff_xlsx, spreadsheet_safe
-from planner.snapshot import canonical_json, snapshot_hash
+from planner.budgets.signoff import signoff_csv, signoff_xlsx, spreadsheet_safe
+from planner.budgets.snapshot import canonical_json, snapshot_hash
+from planner.common.errors import NotAllowed, PlannerError, SeparationOfDuties, TransitionRefused
+from planner.scenarios.models import EstimationRun, Scenario
+from planner.scenarios.services import run_execute, run_start, scenario_create
 from pricing.services import quote_update
 from tests.planner.conftest import example_quote, small_spec
 
@@ -216,7 +214,7 @@ def test_nobody_approves_a_request_they_created_or_edited(
     approver: User,
     second_approver: User,
 ) -> None:
-    from planner.services import membership_grant
+    from organisations.services import membership_grant
 
     # The approver is also a requester here and edits the draft: now an author of it.
     membership_grant(organisation=organisation, user=approver, role="requester")

@@ -12,12 +12,12 @@ from typing import Any
 from rest_framework import serializers
 
 from lib.inputs import StorableInput
-from planner.models import AuditEvent, BudgetDecision, BudgetRequest
+from planner.budgets.models import AuditEvent, BudgetDecision, BudgetRequest
+from planner.budgets.selectors import budget_requests_for
+from planner.budgets.warnings import run_warnings, warnings_json
 from planner.scenarios import selectors
 from planner.scenarios.models import EstimationRun
 from planner.scenarios.serializers import ScopedPrimaryKeyField, money_field
-from planner.selectors import budget_requests_for
-from planner.services.budget_warnings import run_warnings, warnings_json
 
 #: What ``override_reason`` is for, in the API's documentation.
 OVERRIDE_HELP = (

@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from planner.snapshot import canonical_json, snapshot_freeze, snapshot_hash, snapshot_verify
+from planner.budgets.snapshot import canonical_json, snapshot_freeze, snapshot_hash, snapshot_verify
 
 
 def test_canonical_json_sorts_keys_and_drops_whitespace() -> None:
