@@ -25,7 +25,8 @@ from planner.budgets.services import (
     budget_request_submit,
     budget_request_update,
 )
-from planner.budgets.signoff import signoff_csv, signoff_xlsx, spreadsheet_safe
+from planner.budgets.signoff import signoff_csv, signoff_xlsx
+from planner.budgets.signoff.tables import spreadsheet_safe
 from planner.budgets.snapshot import canonical_json, snapshot_hash
 from planner.common.errors import NotAllowed, PlannerError, SeparationOfDuties, TransitionRefused
 from planner.scenarios.models import EstimationRun, Scenario

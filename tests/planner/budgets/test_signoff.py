@@ -28,15 +28,17 @@ from planner.budgets.services import (
     budget_request_submit,
 )
 from planner.budgets.signoff import (
-    COMPARISON_HEADER,
-    MARGINS_HEADER,
-    TRAINING_METHOD_HEADER,
-    WHOLE_RUN_HEADER,
     signoff_context,
     signoff_csv,
     signoff_pack_context,
     signoff_pdf,
     signoff_xlsx,
+)
+from planner.budgets.signoff.tables import (
+    COMPARISON_HEADER,
+    MARGINS_HEADER,
+    TRAINING_METHOD_HEADER,
+    WHOLE_RUN_HEADER,
 )
 from planner.scenarios.breakdowns import percent_text
 from planner.scenarios.models import EstimationRun, Project, Scenario
