@@ -181,7 +181,7 @@ def run_plan(api: requests.Session, base: str, body: dict[str, Any]) -> Run:
 def chunk_seconds(plan_id: int) -> float:
     """The chunks' summed time on the workers, claim to store: the search's CPU time when
     every worker has a core of its own, more when they share."""
-    from planner.models import CapacityPlanChunk
+    from planner.capacity.models import CapacityPlanChunk
 
     times = CapacityPlanChunk.objects.filter(plan_id=plan_id).values_list(
         "started_at", "finished_at"

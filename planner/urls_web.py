@@ -4,8 +4,8 @@ from django.urls import path
 
 from planner.accounts import views as accounts
 from planner.budgets import views as budgets
+from planner.capacity import views as capacity
 from planner.scenarios.views import comparisons, projects, run_diff, runs, scenarios
-from planner.views import capacity
 
 app_name = "planner"
 urlpatterns = [

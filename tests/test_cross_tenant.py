@@ -44,13 +44,13 @@ from organisations.models import Organisation, Role
 from organisations.services import membership_grant, organisation_create
 from planner.budgets.models import BudgetRequest
 from planner.budgets.services import budget_request_create, budget_request_submit
+from planner.capacity.models import CapacityPlan
 from planner.capacity.services import (
     CapacityQuestion,
     capacity_chunk_execute,
     capacity_plan_create,
     capacity_plan_merge,
 )
-from planner.models import CapacityPlan
 from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
 from planner.scenarios.services import (
     comparison_create,

@@ -232,7 +232,7 @@ SPECTACULAR_SETTINGS = {
     # Several models have a "status" with different choices: name each set.
     "ENUM_NAME_OVERRIDES": {
         "RunStatusEnum": "planner.scenarios.models.RunStatus",
-        "CapacityPlanStatusEnum": "planner.models.PlanStatus",
+        "CapacityPlanStatusEnum": "planner.capacity.models.PlanStatus",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

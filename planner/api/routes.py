@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from rest_framework.routers import BaseRouter
 
-from planner.api import views
 from planner.budgets import api as budgets
+from planner.capacity import api as capacity
 from planner.scenarios import api as scenarios
 
 ROUTES = (
@@ -15,7 +15,7 @@ ROUTES = (
     ("runs", scenarios.RunViewSet, "run"),
     ("comparisons", scenarios.ComparisonViewSet, "comparison"),
     ("budgets", budgets.BudgetRequestViewSet, "budget"),
-    ("capacity-plans", views.CapacityPlanViewSet, "capacity-plan"),
+    ("capacity-plans", capacity.CapacityPlanViewSet, "capacity-plan"),
 )
 
 

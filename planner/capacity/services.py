@@ -36,6 +36,7 @@ from lib.actors import Actor, actor_user
 from lib.heartbeat import gone_quiet, heartbeat
 from organisations.models import Organisation
 from organisations.selectors import organisations_for
+from planner.capacity.models import CapacityPlan, CapacityPlanChunk, ChunkStatus, PlanStatus
 from planner.capacity.search import (
     PricedOption,
     capacity_options,
@@ -47,7 +48,6 @@ from planner.capacity.search import (
 )
 from planner.common.access import AUTHOR_ROLES, role_assert
 from planner.common.errors import PlannerError
-from planner.models import CapacityPlan, CapacityPlanChunk, ChunkStatus, PlanStatus
 from planner.scenarios.models import Project, Scenario, heartbeat_stale_before
 from planner.scenarios.prices import price_get, price_key_parse
 from planner.scenarios.services.scenarios import scenario_create, scenario_name_free

@@ -12,9 +12,9 @@ from estimator.core.presets import load_presets
 from lib.actors import Actor
 from lib.inputs import StorableInput
 from lib.money import MONEY_DIGITS, MONEY_PLACES
+from planner.capacity.models import CapacityPlan
 from planner.capacity.services import MAX_PLAN_GPUS, CapacityQuestion
 from planner.common.forms import MAX_TOKENS, quantity_parse
-from planner.models import CapacityPlan
 from planner.scenarios import selectors
 from planner.scenarios.models import Project, Scenario
 from planner.scenarios.serializers import ScopedPrimaryKeyField

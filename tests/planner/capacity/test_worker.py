@@ -15,9 +15,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from planner.capacity.models import CapacityPlan, ChunkStatus, PlanStatus
 from planner.capacity.search import PricedOption, capacity_plan
 from planner.capacity.services import CapacityQuestion, capacity_plan_cancel, capacity_plan_create
-from planner.models import CapacityPlan, ChunkStatus, PlanStatus
 from planner.tasks import ping
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import PriceBook

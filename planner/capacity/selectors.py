@@ -1,8 +1,4 @@
-"""Reads of the planner app, always scoped to the organisations the user belongs to.
-
-A user who is not a member of an object's organisation cannot tell it exists: the
-querysets below simply do not contain it, so views answer 404.
-"""
+"""Reads of the capacity room, scoped to the organisations the user belongs to."""
 
 from __future__ import annotations
 
@@ -10,7 +6,7 @@ from django.db.models import QuerySet
 
 from lib.actors import Actor
 from organisations.selectors import organisations_for
-from planner.models import CapacityPlan
+from planner.capacity.models import CapacityPlan
 
 
 def capacity_plans_for(user: Actor) -> QuerySet[CapacityPlan]:

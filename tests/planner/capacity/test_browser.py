@@ -29,8 +29,8 @@ from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from organisations.demo import demo_organisation
+from planner.capacity.models import CapacityPlan, PlanStatus
 from planner.demo import demo_users_load
-from planner.models import CapacityPlan, PlanStatus
 from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
 from planner.scenarios.prices import price_describe
 from planner.scenarios.services import project_create

@@ -11,8 +11,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from organisations.models import Organisation
+from planner.capacity.models import CapacityPlan, ChunkStatus, PlanStatus
 from planner.capacity.services import capacity_chunk_execute, capacity_plan_merge
-from planner.models import CapacityPlan, ChunkStatus, PlanStatus
 from pricing.demo import EXAMPLE_BOOK_NAME
 from pricing.models import PriceBook
 

@@ -19,13 +19,13 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from planner import selectors
 from planner.capacity import services as plans
+from planner.capacity.forms import CapacityForm
+from planner.capacity.models import CapacityPlan, PlanStatus
 from planner.capacity.search import PricedOption, meets
+from planner.capacity.selectors import capacity_plans_for
 from planner.common.errors import NotAllowed, PlannerError
 from planner.common.views import can_author, forbidden
-from planner.forms import CapacityForm
-from planner.models import CapacityPlan, PlanStatus
 from planner.scenarios.selectors import organisations_for, projects_for, scenarios_for
 from planner.scenarios.views.figures import layout_text
 from planner.scenarios.views.reads import tokens_text
@@ -86,7 +86,7 @@ def capacity_plan_list(request: HttpRequest) -> HttpResponse:
             form.add_error(error.field if error.field in form.fields else None, error.message)
         else:
             return redirect(plan)
-    page = Paginator(selectors.capacity_plans_for(request.user), PLANS_PER_PAGE).get_page(
+    page = Paginator(capacity_plans_for(request.user), PLANS_PER_PAGE).get_page(
         request.GET.get("page")
     )
     return render(
@@ -170,7 +170,7 @@ def status_data(plan: CapacityPlan) -> dict[str, Any]:
 @login_required
 @require_GET
 def capacity_plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    plan = get_object_or_404(selectors.capacity_plans_for(request.user), pk=pk)
+    plan = get_object_or_404(capacity_plans_for(request.user), pk=pk)
     options = _option_rows(plan)
     result = plan.result or {}
     feasible = result.get("feasible", [])
@@ -198,14 +198,14 @@ def capacity_plan_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def capacity_plan_status(request: HttpRequest, pk: int) -> JsonResponse:
     """The plan's status for the page's progress bar, polled about once a second."""
-    plan = get_object_or_404(selectors.capacity_plans_for(request.user), pk=pk)
+    plan = get_object_or_404(capacity_plans_for(request.user), pk=pk)
     return JsonResponse(status_data(plan))
 
 
 @login_required
 @require_POST
 def capacity_plan_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    plan = get_object_or_404(selectors.capacity_plans_for(request.user), pk=pk)
+    plan = get_object_or_404(capacity_plans_for(request.user), pk=pk)
     try:
         plans.capacity_plan_cancel(user=request.user, plan=plan)
     except NotAllowed as error:
@@ -220,7 +220,7 @@ def capacity_plan_cancel(request: HttpRequest, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def capacity_plan_rerun(request: HttpRequest, pk: int) -> HttpResponse:
-    plan = get_object_or_404(selectors.capacity_plans_for(request.user), pk=pk)
+    plan = get_object_or_404(capacity_plans_for(request.user), pk=pk)
     try:
         rerun = plans.capacity_plan_rerun(user=request.user, plan=plan)
     except NotAllowed as error:
@@ -243,7 +243,7 @@ def _int(value: Any) -> int | None:
 @require_POST
 def capacity_plan_scenario(request: HttpRequest, pk: int) -> HttpResponse:
     """Make one option of the plan a scenario (cluster, layout and price) in a project."""
-    plan = get_object_or_404(selectors.capacity_plans_for(request.user), pk=pk)
+    plan = get_object_or_404(capacity_plans_for(request.user), pk=pk)
     project_id = _int(request.POST.get("project"))
     projects = projects_for(request.user)
     project = projects.filter(pk=project_id).first() if project_id is not None else None

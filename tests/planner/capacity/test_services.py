@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from organisations.demo import demo_organisation
 from organisations.models import Organisation
+from planner.capacity.models import CapacityPlan, ChunkStatus, PlanStatus
 from planner.capacity.search import capacity_options, capacity_plan
 from planner.capacity.services import (
     CapacityQuestion,
@@ -33,7 +34,6 @@ from planner.capacity.services import (
     capacity_plans_dispatch_pending,
 )
 from planner.common.errors import PlannerError
-from planner.models import CapacityPlan, ChunkStatus, PlanStatus
 from planner.scenarios.models import Project, RunStatus, Scenario
 from planner.scenarios.services import run_execute, run_start
 from pricing.demo import EXAMPLE_BOOK_NAME

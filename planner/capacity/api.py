@@ -1,5 +1,4 @@
-"""REST endpoints of the planner: each read comes from a selector scoped to the user, each
-write parses its input and calls one service."""
+"""REST endpoints of the capacity room: capacity plans, saved and searched on the workers."""
 
 from __future__ import annotations
 
@@ -13,16 +12,16 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from planner import selectors
-from planner.api import capacity_serializers as capacity_io
+from planner.capacity import serializers as capacity_io
 from planner.capacity import services as capacity_plans
+from planner.capacity.models import CapacityPlan
+from planner.capacity.selectors import capacity_plans_for
 from planner.common.api import (
     BAD_INPUT,
     NOT_ALLOWED,
     SignedIn,
 )
 from planner.common.parsers import PLANNER_PARSERS
-from planner.models import CapacityPlan
 
 
 @extend_schema_view(
@@ -39,7 +38,7 @@ class CapacityPlanViewSet(viewsets.ReadOnlyModelViewSet):
     parser_classes = PLANNER_PARSERS
 
     def get_queryset(self) -> QuerySet[CapacityPlan]:
-        return selectors.capacity_plans_for(self.request.user)
+        return capacity_plans_for(self.request.user)
 
     def get_serializer_class(self) -> Any:
         if self.action == "list":
