@@ -22,13 +22,13 @@ urlpatterns = [
     path("readyz", health.readyz, name="readyz"),
     path("healthz", health.readyz, name="healthz"),
     path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
-    path("", include("planner.urls_web")),
+    path("", include("planner.urls")),
     # Before Django's auth urls: the login page with the lockout (lib.login_guard).
     path("accounts/login/", accounts.LoginView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("pricing/", include("pricing.urls")),
-    path("api/v1/", include("planner.api.urls")),
+    path("api/v1/", include("trainplan.api_urls")),
     path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

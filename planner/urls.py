@@ -1,10 +1,21 @@
-"""Pages of the planner: projects, scenarios, runs, comparisons, capacity, budget requests."""
+"""Every address of the planner, room by room.
+
+``urlpatterns`` are its pages (projects, scenarios, runs, comparisons, capacity, budget
+requests, API tokens), under the namespace ``planner``. ``api_urlpatterns`` (the token
+endpoints) and the viewsets :func:`planner_routes_register` adds to the project's one router
+are its REST API, which ``trainplan/api_urls.py`` serves under ``/api/v1/``.
+"""
 
 from django.urls import path
+from rest_framework.routers import BaseRouter
 
+from planner.accounts import api as accounts_api
 from planner.accounts import views as accounts
+from planner.budgets import api as budgets_api
 from planner.budgets import views as budgets
+from planner.capacity import api as capacity_api
 from planner.capacity import views as capacity
+from planner.scenarios import api as scenarios_api
 from planner.scenarios.views import comparisons, projects, run_diff, runs, scenarios
 
 app_name = "planner"
@@ -71,3 +82,31 @@ urlpatterns = [
     path("accounts/tokens/revoke-all/", accounts.tokens_revoke_all, name="tokens-revoke-all"),
     path("accounts/tokens/<str:token_id>/revoke/", accounts.token_revoke, name="token-revoke"),
 ]
+
+api_urlpatterns = [
+    path("auth/token/", accounts_api.TokenObtainView.as_view(), name="api-token"),
+    path("auth/tokens/", accounts_api.TokenListView.as_view(), name="api-token-list"),
+    path(
+        "auth/tokens/<str:token_id>/",
+        accounts_api.TokenDetailView.as_view(),
+        name="api-token-detail",
+    ),
+    path("auth/logout/", accounts_api.LogoutView.as_view(), name="api-logout"),
+    path("auth/logout-all/", accounts_api.LogoutAllView.as_view(), name="api-logout-all"),
+]
+
+API_ROUTES = (
+    ("organisations", scenarios_api.OrganisationViewSet, "organisation"),
+    ("projects", scenarios_api.ProjectViewSet, "project"),
+    ("scenarios", scenarios_api.ScenarioViewSet, "scenario"),
+    ("runs", scenarios_api.RunViewSet, "run"),
+    ("comparisons", scenarios_api.ComparisonViewSet, "comparison"),
+    ("budgets", budgets_api.BudgetRequestViewSet, "budget"),
+    ("capacity-plans", capacity_api.CapacityPlanViewSet, "capacity-plan"),
+)
+
+
+def planner_routes_register(router: BaseRouter) -> None:
+    """Register the planner's viewsets on the project's router, in the API root's order."""
+    for prefix, viewset, basename in API_ROUTES:
+        router.register(prefix, viewset, basename=basename)
