@@ -127,7 +127,7 @@ def deadline_days(deadline: date, *, today: date) -> int:
 
 def _commitment(price: PriceObject, max_gpus: int) -> dict[str, Any]:
     """The option's sizes and commitment, as
-    :func:`planner.scenarios.services.scenarios.price_snapshot` sets a run's minimum spend and
+    :func:`planner.scenarios.prices.price_snapshot` sets a run's minimum spend and
     :func:`price_source_check` limits its size."""
     if isinstance(price, PriceEntry):
         return {

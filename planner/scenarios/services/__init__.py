@@ -6,11 +6,11 @@ per subject; every public name is re-exported here, so ``services.scenario_creat
 wherever the function lives.
 """
 
+from planner.scenarios.prices import price_snapshot
 from planner.scenarios.services.comparisons import comparison_create
 from planner.scenarios.services.projects import project_create, project_delete, project_update
 from planner.scenarios.services.runs import run_execute, run_retry, run_start
 from planner.scenarios.services.scenarios import (
-    price_snapshot,
     scenario_create,
     scenario_delete,
     scenario_duplicate,

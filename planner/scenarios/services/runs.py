@@ -43,7 +43,7 @@ from planner.scenarios.models import (
     Scenario,
     heartbeat_stale_before,
 )
-from planner.scenarios.services.scenarios import price_snapshot, price_usage
+from planner.scenarios.prices import price_snapshot, price_usage
 from pricing.errors import PricingError
 from pricing.models import Accelerator
 from pricing.selectors import money_convert

@@ -16,17 +16,14 @@ from organisations.models import Organisation
 from planner.common.access import AUTHOR_ROLES, role_assert
 from planner.common.audit import audit_record
 from planner.common.errors import PlannerError
-from planner.scenarios.budget_figures import HOURS_PER_MONTH, commitment_minimum
 from planner.scenarios.models import EstimationRun, PriceSource, Project, Scenario
 from planner.scenarios.prices import (
     PRICE_MODELS,
     PriceObject,
     price_available_to,
-    price_describe,
     price_get,
 )
-from pricing.grid import grid_intensity
-from pricing.models import OnPremProfile, PriceEntry, UsagePrice, VendorQuote
+from pricing.models import OnPremProfile, PriceEntry, VendorQuote
 
 EXPORT_FORMAT = "trainplan-scenario"
 EXPORT_VERSION = 1
@@ -142,121 +139,6 @@ def price_source_check(
         _quote_check(spec, price)
     else:
         _onprem_check(spec, price)
-
-
-def _commitment(
-    price: Decimal, accelerators: int, term_months: int | None, what: str
-) -> dict[str, Any]:
-    """The least a committed price costs: every accelerator of it for its whole term."""
-    spend = commitment_minimum(price, accelerators, term_months)
-    if spend is None:
-        return {"minimum_spend": None, "commitment": ""}
-    return {
-        "minimum_spend": str(spend),
-        "commitment": f"{what} for {term_months} months ({HOURS_PER_MONTH} h a month)",
-    }
-
-
-def price_snapshot(scenario: Scenario) -> dict[str, Any]:
-    """The price a run of ``scenario`` uses, copied with where it came from."""
-    price = scenario.price
-    assert price is not None  # the model's check constraint guarantees one source
-    described = price_describe(price)
-    pricing_type = {"pricing_type": price.pricing_type} if isinstance(price, PriceEntry) else {}
-    return {
-        "source": described.source,
-        "id": price.pk,
-        "label": described.label,
-        **pricing_type,
-        "price_per_gpu_hour": str(described.price_per_gpu_hour),
-        "currency": described.currency,
-        **_snapshot_origin(price),
-        **_snapshot_commitment(price, scenario.num_gpus),
-    }
-
-
-def _usage_price(entry: PriceEntry, kind: str) -> dict[str, Any] | None:
-    """The book's storage or egress price at the entry's provider: its region's if the book
-    has one, else the provider's cheapest; None when the book has none."""
-    prices = UsagePrice.objects.filter(
-        book_id=entry.book_id, provider_id=entry.provider_id, kind=kind
-    )
-    chosen = (
-        prices.filter(region=entry.region).order_by("price").first()
-        or prices.order_by("price").first()
-    )
-    if chosen is None:
-        return None
-    tier = f", {chosen.tier}" if chosen.tier else ""
-    return {
-        "price": str(chosen.price),
-        "label": f"{entry.provider.name} {chosen.region}{tier}",
-        "source": chosen.source,
-    }
-
-
-def price_usage(price: PriceObject) -> dict[str, Any]:
-    """What the whole bill's other lines are priced at (``planner/bill.py``): the storage and
-    egress prices of a price-book entry's book and provider, an on-prem profile's electricity
-    tariff, in the price's currency; and the grid's carbon intensity (the region's, from
-    ``pricing/data/grid_intensity.csv``, or the on-prem profile's)."""
-    if isinstance(price, PriceEntry):
-        grid = grid_intensity(price.provider.slug, price.region)
-        return {
-            "storage_per_gb_month": _usage_price(price, UsagePrice.Kind.STORAGE),
-            "egress_per_gb": _usage_price(price, UsagePrice.Kind.EGRESS),
-            "grid_gco2e_per_kwh": None
-            if grid is None
-            else {"value": str(grid.gco2e_per_kwh), "year": grid.year, "source": grid.source},
-        }
-    if isinstance(price, OnPremProfile):
-        stated = price.grid_gco2e_per_kwh
-        return {
-            "energy_per_kwh": str(price.electricity_price_per_kwh),
-            "grid_gco2e_per_kwh": None
-            if stated is None
-            else {"value": str(stated), "source": f"on-prem profile '{price.name}'"},
-        }
-    return {}
-
-
-def _snapshot_commitment(price: PriceObject, num_gpus: int) -> dict[str, Any]:
-    """The least a committed price costs; nothing for an on-prem profile."""
-    if isinstance(price, PriceEntry):
-        return _commitment(
-            price.price_per_accelerator_hour,
-            num_gpus,
-            price.minimum_term_months,
-            f"{price.get_pricing_type_display()}: {num_gpus} accelerators",
-        )
-    if isinstance(price, VendorQuote):
-        return _commitment(
-            price.price_per_accelerator_hour,
-            price.accelerator_count,
-            price.term_months,
-            f"the quote's {price.accelerator_count} accelerators",
-        )
-    return {}
-
-
-def _snapshot_origin(price: PriceObject) -> dict[str, Any]:
-    """Where the figure was read: the book, the quote's validity, the cost model."""
-    if isinstance(price, PriceEntry):
-        book = price.book
-        return {
-            "reference": f"price book '{book.name}' (fetched {book.fetched_at:%Y-%m-%d})",
-            "book_id": price.book_id,
-            "details": price.source,
-        }
-    if isinstance(price, VendorQuote):
-        return {
-            "reference": f"valid {price.valid_from} to {price.valid_until}",
-            "details": price.terms,
-        }
-    return {
-        "reference": "cost of ownership (capital, power, colocation, operations)",
-        "details": price.source,
-    }
 
 
 def _utilisation_check(low: Decimal, high: Decimal) -> None:
