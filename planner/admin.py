@@ -1,6 +1,6 @@
 """Admin for the planner: organisations and memberships are managed here; projects,
 scenarios, runs and comparisons are shown read-only, since their writes carry rules
-(role checks, scenario validation, frozen run inputs) that live in :mod:`planner.services`.
+(role checks, scenario validation, frozen run inputs) that live in the rooms' services.
 """
 
 from __future__ import annotations

@@ -393,10 +393,10 @@ def _usage_price(entry: PriceEntry, kind: str) -> dict[str, Any] | None:
 
 
 def price_usage(price: PriceObject) -> dict[str, Any]:
-    """What the whole bill's other lines are priced at (``planner/bill.py``): the storage and
-    egress prices of a price-book entry's book and provider, an on-prem profile's electricity
-    tariff, in the price's currency; and the grid's carbon intensity (the region's, from
-    ``pricing/data/grid_intensity.csv``, or the on-prem profile's)."""
+    """What the whole bill's other lines are priced at (``planner/scenarios/bill.py``): the
+    storage and egress prices of a price-book entry's book and provider, an on-prem profile's
+    electricity tariff, in the price's currency; and the grid's carbon intensity (the region's,
+    from ``pricing/data/grid_intensity.csv``, or the on-prem profile's)."""
     if isinstance(price, PriceEntry):
         grid = grid_intensity(price.provider.slug, price.region)
         return {

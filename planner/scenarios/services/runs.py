@@ -297,7 +297,7 @@ def _grid(price: dict[str, Any]) -> float | None:
 
 
 def run_bill(run: EstimationRun, result: dict[str, Any], budget: dict[str, Any]) -> dict[str, Any]:
-    """The whole bill beyond accelerator-hours (``planner/bill.py``) at the prices the run
+    """The whole bill beyond accelerator-hours (``planner/scenarios/bill.py``) at the prices the run
     froze, and what the input pipeline must deliver per node."""
     spec = run.inputs["scenario"]
     bill = whole_bill(

@@ -1,4 +1,4 @@
-"""Warnings where money is committed (planner/services/budget_warnings.py): a run that does not
+"""Warnings where money is committed (planner/budgets/warnings.py): a run that does not
 fit, an uncalibrated family, a flagged or stale price, a P90 above the ceiling; the refusal of a
 budget for a run that does not fit unless the requester says why, kept in the snapshot and the
 audit trail."""

@@ -1,5 +1,6 @@
-"""The diff of two runs (planner/run_diff.py) and its page: the differences listed by group,
-and the change of days and cost attributed one difference at a time, adding up to the total.
+"""The diff of two runs (planner/scenarios/run_diff.py) and its page: the differences listed by
+group, and the change of days and cost attributed one difference at a time, adding up to the
+total.
 
 Runs are started with ``run_start`` and executed with ``run_execute`` (the worker's service)
 inside ``django_capture_on_commit_callbacks(execute=False)``.
