@@ -11,7 +11,7 @@ and flushing ``--redis``, when it ends) a throwaway database ``trainplan_bench_c
 worker count N, N ``celery worker --pool=solo`` processes. It prints the POST's time (with no
 worker running, and with the workers searching), the time from submit until the plan's GET says
 "succeeded" (polled every 0.1 s), the speed-up over 1 worker, and the same plan computed in this
-process (:func:`planner.capacity.capacity_plan`) for reference.
+process (:func:`planner.capacity.search.capacity_plan`) for reference.
 """
 
 from __future__ import annotations
@@ -117,8 +117,13 @@ def question_inputs() -> dict[str, Any]:
     from django.utils import timezone
 
     from organisations.selectors import organisations_for
-    from planner.capacity import capacity_options, capacity_plan, capacity_scenario, plan_chunks
-    from planner.capacity import deadline_days as days_until
+    from planner.capacity.search import (
+        capacity_options,
+        capacity_plan,
+        capacity_scenario,
+        plan_chunks,
+    )
+    from planner.capacity.search import deadline_days as days_until
     from pricing.models import PriceBook
 
     today = timezone.localdate()
@@ -176,7 +181,7 @@ def run_plan(api: requests.Session, base: str, body: dict[str, Any]) -> Run:
 def chunk_seconds(plan_id: int) -> float:
     """The chunks' summed time on the workers, claim to store: the search's CPU time when
     every worker has a core of its own, more when they share."""
-    from planner.models import CapacityPlanChunk
+    from planner.capacity.models import CapacityPlanChunk
 
     times = CapacityPlanChunk.objects.filter(plan_id=plan_id).values_list(
         "started_at", "finished_at"

@@ -17,7 +17,7 @@ has passed opens a page or an API list at random, waiting ``--think`` seconds (u
 between requests. Users start spread over ``--ramp`` seconds (default: the longest think).
 The report gives, per page: requests, requests/s, p50/p95/p99 latency [ms] and errors (a
 status >= 400, a redirect or no answer), and the SQL queries that page makes (counted once
-per page, in-process, before the load starts; ``tests/planner/views/test_query_counts.py``
+per page, in-process, before the load starts; ``tests/planner/test_query_counts.py``
 checks that they stay constant as the data grows). It does so for the whole run and for its
 steady state, the requests sent after the last login ended: a login hashes the password
 (PBKDF2: the report prints what one check costs) in a sync worker, so a burst of logins
@@ -155,7 +155,8 @@ def _first(queryset: Any) -> Any:
 
 def _pages() -> dict[str, str]:
     """Page name -> path, on the demo data."""
-    from planner.models import BudgetRequest, Comparison, EstimationRun, Project, Scenario
+    from planner.budgets.models import BudgetRequest
+    from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
     from pricing.models import PriceBook
 
     project = _first(Project.objects.order_by("pk"))
@@ -189,8 +190,8 @@ def _pages() -> dict[str, str]:
 def _users_create(count: int) -> list[str]:
     from django.contrib.auth.models import User
 
-    from planner.models import Organisation, Role
-    from planner.services import membership_grant
+    from organisations.models import Organisation, Role
+    from organisations.services import membership_grant
 
     organisation = Organisation.objects.order_by("pk").first()
     assert organisation is not None

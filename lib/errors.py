@@ -1,6 +1,6 @@
 """The base of both apps' domain errors: a refused operation, the field at fault, its kind.
 
-Services raise subclasses (:class:`planner.errors.PlannerError`,
+Services raise subclasses (:class:`planner.common.errors.PlannerError`,
 :class:`pricing.errors.PricingError`), never a web framework's exception. The ``kind`` says
 what went wrong in the domain's words; :mod:`lib.api` turns it into an HTTP status,
 the pages into a form error or a message.

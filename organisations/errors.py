@@ -1,7 +1,7 @@
 """Errors of organisations and memberships.
 
 :class:`NotAllowed` is the refusal every app raises when a user's role in an organisation
-does not allow an operation; the planner raises it too (:mod:`planner.errors` re-exports it).
+does not allow an operation; the planner raises it too (:mod:`planner.common.errors` re-exports it).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Admin for the planner: organisations and memberships are managed here; projects,
 scenarios, runs and comparisons are shown read-only, since their writes carry rules
-(role checks, scenario validation, frozen run inputs) that live in :mod:`planner.services`.
+(role checks, scenario validation, frozen run inputs) that live in the rooms' services.
 """
 
 from __future__ import annotations
@@ -10,16 +10,9 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from planner.models import (
-    AuditEvent,
-    BudgetRequest,
-    Comparison,
-    EstimationRun,
-    Membership,
-    Organisation,
-    Project,
-    Scenario,
-)
+from organisations.models import Membership, Organisation
+from planner.budgets.models import AuditEvent, BudgetRequest
+from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
 
 
 class MembershipInline(admin.TabularInline):

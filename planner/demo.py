@@ -14,7 +14,7 @@ from django.db import transaction
 from organisations.demo import demo_organisation
 from organisations.models import Role
 from organisations.services import membership_grant
-from planner.roles import ALL_ROLES, APPROVER, PRICING_ADMIN, REQUESTER
+from planner.common.roles import ALL_ROLES, APPROVER, PRICING_ADMIN, REQUESTER
 
 
 @dataclass(frozen=True)

@@ -19,16 +19,12 @@ from django.utils import timezone
 
 from estimator.core.presets import preset_scenario
 from organisations.demo import demo_organisation
+from organisations.models import Organisation, Role
+from organisations.services import membership_grant
+from planner.budgets.services import budget_request_create, budget_request_submit
 from planner.demo import DEMO_USERS
-from planner.models import EstimationRun, Organisation, Project, Role, RunStatus
-from planner.services import (
-    budget_request_create,
-    budget_request_submit,
-    membership_grant,
-    project_create,
-    run_start,
-    scenario_create,
-)
+from planner.scenarios.models import EstimationRun, Project, RunStatus
+from planner.scenarios.services import project_create, run_start, scenario_create
 from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_COUNT, EXAMPLE_QUOTE_REFERENCE
 from pricing.models import PriceEntry, VendorQuote
 

@@ -11,13 +11,14 @@ from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from planner.notifications import (
+from planner.accounts.services import api_tokens_expired_delete
+from planner.budgets.notifications import (
     SEND_NOTIFICATION_TASK,
     notification_give_up,
     notification_send,
     notifications_dispatch,
 )
-from planner.services.capacity_plans import (
+from planner.capacity.services import (
     CAPACITY_CHUNK_TASK,
     CAPACITY_DISPATCH_TASK,
     CAPACITY_MERGE_TASK,
@@ -26,14 +27,13 @@ from planner.services.capacity_plans import (
     capacity_plans_dispatch_pending,
     plan_dispatch,
 )
-from planner.services.runs import (
+from planner.scenarios.services.runs import (
     ESTIMATION_RUN_TASK,
     run_execute,
     run_fail_timeout,
     runs_dispatch_pending,
     runs_recover_lost,
 )
-from planner.services.tokens import api_tokens_expired_delete
 
 # What a mail server that is down or refusing raises: worth another try later.
 MAIL_TRANSIENT_ERRORS = (smtplib.SMTPException, OSError)

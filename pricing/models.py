@@ -417,7 +417,7 @@ class UsagePrice(models.Model):
     egress per GB, at a provider and region, in its book's currency.
 
     A GB is what the provider bills as one: AWS, Google Cloud and Azure bill 2^30 bytes
-    (:mod:`planner.bill` sizes everything so). ``tier`` names the storage class or volume
+    (:mod:`planner.scenarios.bill` sizes everything so). ``tier`` names the storage class or volume
     tier the price is for ("S3 Standard, first 50 TB/month"): the same provider and region
     may have several.
     """

@@ -40,32 +40,24 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from planner.models import (
-    BudgetRequest,
-    CapacityPlan,
-    Comparison,
-    EstimationRun,
-    Organisation,
-    Project,
-    Role,
-    Scenario,
-)
-from planner.services import (
-    budget_request_create,
-    budget_request_submit,
-    comparison_create,
-    membership_grant,
-    organisation_create,
-    project_create,
-    run_execute,
-    run_start,
-    scenario_create,
-)
-from planner.services.capacity_plans import (
+from organisations.models import Organisation, Role
+from organisations.services import membership_grant, organisation_create
+from planner.budgets.models import BudgetRequest
+from planner.budgets.services import budget_request_create, budget_request_submit
+from planner.capacity.models import CapacityPlan
+from planner.capacity.services import (
     CapacityQuestion,
     capacity_chunk_execute,
     capacity_plan_create,
     capacity_plan_merge,
+)
+from planner.scenarios.models import Comparison, EstimationRun, Project, Scenario
+from planner.scenarios.services import (
+    comparison_create,
+    project_create,
+    run_execute,
+    run_start,
+    scenario_create,
 )
 from pricing.demo import pricing_demo_load
 from pricing.models import Accelerator, OnPremProfile, PriceBook, PriceEntry, VendorQuote

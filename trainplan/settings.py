@@ -198,13 +198,13 @@ REST_FRAMEWORK = {
     # Token first: DRF answers an anonymous call 401 with `WWW-Authenticate: Token` when the
     # first class names a scheme. Sessions serve the browsable API, with their CSRF checks.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "planner.api.authentication.TokenAuthentication",
+        "planner.accounts.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     # DRF's parsers, with JSON nested too deeply for Python answered 400 instead of 500.
     "DEFAULT_PARSER_CLASSES": [
-        "planner.api.parsers.JSONParser",
+        "planner.common.parsers.JSONParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
@@ -231,8 +231,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Several models have a "status" with different choices: name each set.
     "ENUM_NAME_OVERRIDES": {
-        "RunStatusEnum": "planner.models.RunStatus",
-        "CapacityPlanStatusEnum": "planner.models.PlanStatus",
+        "RunStatusEnum": "planner.scenarios.models.RunStatus",
+        "CapacityPlanStatusEnum": "planner.capacity.models.PlanStatus",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -161,7 +161,7 @@ def sensitivity(
       interruption rate :data:`~estimator.core.goodput.FAILURES_PER_DEVICE_HOUR`, r its
       multiplier and w the whole-run spread;
     * GPU-hours = 24 days x num_gpus and cost = GPU-hours x price (the price covers every
-      GPU for the whole wall clock, as :mod:`planner.budget_figures` prices a run; no
+      GPU for the whole wall clock, as :mod:`planner.scenarios.budget_figures` prices a run; no
       minimum spend).
 
     Central values are the medians of the Monte Carlo's distributions (module docstring):

@@ -16,7 +16,7 @@ from typing import Any
 from django import template
 
 from estimator.core.catalog import load_catalog
-from planner.prices import device_word
+from planner.scenarios.prices import device_word
 
 register = template.Library()
 

@@ -1,4 +1,4 @@
-"""The pricing endpoints, registered on the project's one router in ``planner/api/urls.py``."""
+"""The pricing endpoints, registered on the project's one router in ``trainplan/api_urls.py``."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from rest_framework.exceptions import ValidationError
 
 from lib.api import domain_error_body, exception_handler
 from lib.errors import DomainError
-from planner.errors import (
+from planner.common.errors import (
     NotAllowed,
     PlannerError,
     RunNotRetryable,

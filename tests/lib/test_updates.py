@@ -8,8 +8,8 @@ import pytest
 from pytest_django import DjangoAssertNumQueries
 
 from lib.updates import Change, audit_diff, audit_value, model_update
-from planner.errors import PlannerError
-from planner.models import Project
+from planner.common.errors import PlannerError
+from planner.scenarios.models import Project
 from pricing.errors import PricingError
 
 pytestmark = pytest.mark.django_db

@@ -27,9 +27,11 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from organisations.demo import demo_organisation
+from organisations.models import Role
+from organisations.services import membership_grant
+from planner.budgets.models import BudgetRequest, BudgetState
 from planner.demo import demo_users_load
-from planner.models import BudgetRequest, BudgetState, EstimationRun, Project, Role, RunStatus
-from planner.services import membership_grant
+from planner.scenarios.models import EstimationRun, Project, RunStatus
 from pricing.demo import pricing_demo_load
 from tests.conftest import ARTIFACTS, page_replaced
 from tests.planner.conftest import list_price

@@ -21,11 +21,12 @@ from pytest_django.live_server_helper import LiveServer
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 
-from planner.models import Organisation, Scenario
-from planner.services import project_create, run_execute, run_start, scenario_create
+from organisations.models import Organisation
+from planner.scenarios.models import Scenario
+from planner.scenarios.services import project_create, run_execute, run_start, scenario_create
 from tests.conftest import csp_violations
 from tests.planner.conftest import list_price, small_spec
-from tests.planner.test_browser_dates import _log_in
+from tests.planner.scenarios.test_browser_dates import _log_in
 
 EXPECTED_POLICY = {
     "default-src": "'self'",

@@ -7,10 +7,11 @@ from decimal import Decimal
 import pytest
 from django.test import Client
 
+from planner.budgets.models import BudgetRequest
 from planner.demo import demo_users_load
 from planner.demo_project import DEMO_CLUSTER_SIZE, DEMO_PROJECT, planner_demo_load
-from planner.models import BudgetRequest, Project
-from planner.selectors import comparison_rows
+from planner.scenarios.models import Project
+from planner.scenarios.selectors import comparison_rows
 from pricing.demo import EXAMPLE_QUOTE_REFERENCE, pricing_demo_load
 from pricing.models import VendorQuote
 

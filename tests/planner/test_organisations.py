@@ -13,11 +13,12 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from organisations.models import Organisation, Role
 from organisations.selectors import user_roles
-from planner.errors import PlannerError
-from planner.forms.prices import price_choices
-from planner.models import Organisation, Project, Role, Scenario
-from planner.services import scenario_create, scenario_update
+from planner.common.errors import PlannerError
+from planner.scenarios.forms.prices import price_choices
+from planner.scenarios.models import Project, Scenario
+from planner.scenarios.services import scenario_create, scenario_update
 from pricing.models import Accelerator, VendorQuote
 from pricing.services import quote_create
 from tests.planner.conftest import api_client, list_price, small_spec
@@ -120,7 +121,7 @@ def test_the_price_picker_offers_the_organisations_own_and_public_prices_only(
 def test_capacity_options_leave_out_another_organisations_quotes(
     prices: None, other_quote: VendorQuote, outsider: User, requester: User
 ) -> None:
-    from planner.capacity import capacity_options
+    from planner.capacity.search import capacity_options
 
     def labels(user: User) -> list[str]:
         built = capacity_options(

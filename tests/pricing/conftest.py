@@ -13,7 +13,7 @@ from rest_framework.test import APIClient
 from organisations.demo import demo_organisation
 from organisations.models import Organisation
 from organisations.services import membership_grant, organisation_create
-from planner.roles import PRICING_ADMIN, REQUESTER
+from planner.common.roles import PRICING_ADMIN, REQUESTER
 from pricing.demo import pricing_admin_permissions_grant
 from pricing.models import Accelerator, PriceBook, Provider
 from pricing.services import (

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, Permission
 from django.db.models import Model
 
 from estimator.core.catalog import load_catalog
-from planner.roles import PRICING_ADMIN
+from planner.common.roles import PRICING_ADMIN
 from pricing.demo import EXAMPLE_BOOK_NAME, pricing_demo_load
 from pricing.models import (
     Accelerator,

@@ -26,7 +26,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from organisations.models import Membership, Organisation
-from planner.models import Project
+from planner.scenarios.models import Project
 from pricing.models import PriceBook
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,0 +1,1 @@
+"""The accounts room: signing in, and the API tokens a user makes, lists and revokes."""

@@ -1,0 +1,1 @@
+"""The capacity room: capacity plans, searched by the workers in chunks."""

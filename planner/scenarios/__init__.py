@@ -1,0 +1,1 @@
+"""The scenarios room: projects, scenarios, estimation runs, levers, comparisons, run diffs."""
