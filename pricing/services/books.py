@@ -206,20 +206,7 @@ def price_entries_copy(*, source: PriceBook, target: PriceBook) -> int:
     time building a model object and its SQL per entry in Python; the time of a
     20,000-entry copy is what ``benchmarks/bench_price_book_copy.py`` prints.
     """
-    quote = connection.ops.quote_name
-    fields = PriceEntry._meta.concrete_fields
-    column = {field.name: quote(field.column or field.attname) for field in fields}
-    table = quote(PriceEntry._meta.db_table)
-    book = column["book"]
-    copied = ", ".join(column[name] for name in ENTRY_FIELDS)
-    # Only the model's quoted table and column names are formatted in; values are params.
-    sql = (
-        f"INSERT INTO {table} ({book}, {copied}) "  # noqa: S608
-        f"SELECT %s, {copied} FROM {table} WHERE {book} = %s ORDER BY {column['id']}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [target.pk, source.pk])
-        return int(cursor.rowcount)
+    return _book_rows_copy(PriceEntry, ENTRY_FIELDS, source=source, target=target)
 
 
 USAGE_FIELDS = ("provider", "region", "kind", "tier", "price", "observed_on", "source")
@@ -228,14 +215,25 @@ USAGE_FIELDS = ("provider", "region", "kind", "tier", "price", "observed_on", "s
 def usage_prices_copy(*, source: PriceBook, target: PriceBook) -> int:
     """Copy every usage price (storage, egress) of ``source`` into ``target`` as it is;
     return how many. One ``INSERT ... SELECT``, as :func:`price_entries_copy` does."""
+    return _book_rows_copy(UsagePrice, USAGE_FIELDS, source=source, target=target)
+
+
+def _book_rows_copy(
+    model: type[PriceEntry] | type[UsagePrice],
+    fields: tuple[str, ...],
+    *,
+    source: PriceBook,
+    target: PriceBook,
+) -> int:
+    """Copy ``model``'s rows of ``source`` into ``target`` (``fields`` and the book) in one
+    ``INSERT ... SELECT``, in the order they were written; return how many."""
     quote = connection.ops.quote_name
     column = {
-        field.name: quote(field.column or field.attname)
-        for field in UsagePrice._meta.concrete_fields
+        field.name: quote(field.column or field.attname) for field in model._meta.concrete_fields
     }
-    table = quote(UsagePrice._meta.db_table)
+    table = quote(model._meta.db_table)
     book = column["book"]
-    copied = ", ".join(column[name] for name in USAGE_FIELDS)
+    copied = ", ".join(column[name] for name in fields)
     # Only the model's quoted table and column names are formatted in; values are params.
     sql = (
         f"INSERT INTO {table} ({book}, {copied}) "  # noqa: S608
