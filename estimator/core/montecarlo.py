@@ -38,6 +38,7 @@ from estimator.core import finetune, schema
 from estimator.core._types import FloatArray
 from estimator.core.calibration import family_sigma
 from estimator.core.constants import HOURS_PER_DAY, SECONDS_PER_DAY
+from estimator.core.deadline import days_quantiles
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import estimate
 from estimator.core.frameworks import POOLED_STACK
@@ -481,6 +482,7 @@ def monte_carlo(
         JSON-serialisable: ``seed``, ``samples``, ``uncertainty`` (:meth:`Uncertainty.as_dict`),
         ``deterministic`` (``training_days``, ``gpu_hours`` of :func:`estimate`),
         ``training_days`` and ``gpu_hours`` (each ``p10``, ``p50``, ``p90``, ``mean``),
+        ``training_days_quantiles`` (:func:`~estimator.core.deadline.days_quantiles`),
         ``parallelism`` (the layout sampled), ``warnings`` and ``estimator_version``.
 
     Raises
@@ -522,6 +524,8 @@ def monte_carlo(
         },
         "tokens_per_s_per_gpu": percentiles(1.0 / (seconds_per_token * num_gpus)),
         "training_days": percentiles(days),
+        # The days' whole distribution in 101 numbers, for the chance of meeting a deadline.
+        "training_days_quantiles": days_quantiles(days),
         "gpu_hours": percentiles(days * HOURS_PER_DAY * num_gpus),
         "parallelism": baseline["parallelism"],
         "warnings": warnings,

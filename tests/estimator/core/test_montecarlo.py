@@ -333,6 +333,7 @@ def test_monte_carlo_output_is_json_with_documented_keys() -> None:
     assert set(result) == {
         "seed", "samples", "uncertainty", "deterministic", "training_days", "gpu_hours",
         "tokens_per_s_per_gpu", "parallelism", "warnings", "estimator_version",
+        "training_days_quantiles",
     }  # fmt: skip
     assert set(result["training_days"]) == set(QUANTILES) == set(result["gpu_hours"])
     family = validate_scenario(SMALL).cluster.spec.family
