@@ -24,6 +24,7 @@ from planner.budgets.warnings import (
     warnings_json,
 )
 from planner.common.errors import PlannerError
+from planner.scenarios.deadline import run_deadline_json
 from planner.scenarios.models import EstimationRun
 from planner.scenarios.prices import price_get, price_record
 
@@ -112,6 +113,8 @@ def _run_summary(run: EstimationRun) -> dict[str, Any]:
         "software_stack": result.get("software_stack"),
         "whole_run": result.get("whole_run"),
         "training_method": result.get("training_method"),
+        # The run against the project's deadline on the day of the snapshot.
+        "deadline": run_deadline_json(run),
     }
 
 
@@ -174,7 +177,7 @@ def snapshot_document(
         "chosen": _run_summary(run),
         "alternatives": [
             _run_summary(alt)
-            for alt in request.alternatives.select_related("scenario").order_by("pk")
+            for alt in request.alternatives.select_related("scenario__project").order_by("pk")
         ],
         "warnings": warnings_json(warnings),
         "override_reason": request.override_reason,

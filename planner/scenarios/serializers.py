@@ -24,6 +24,7 @@ from lib.money import MONEY_DIGITS, MONEY_PLACES
 from organisations.models import Organisation, Role
 from planner.common.access import user_roles
 from planner.scenarios import selectors
+from planner.scenarios.deadline import run_deadline_json
 from planner.scenarios.models import Comparison, EstimationRun, PriceSource, Project, Scenario
 from planner.scenarios.prices import PRICE_MODELS, price_queryset
 from planner.scenarios.selectors import ComparisonRow
@@ -262,6 +263,12 @@ class ScenarioDocument(StorableInput):
 
 # --- Runs -----------------------------------------------------------------------------------
 
+DEADLINE_HELP = (
+    "The run against its project's deadline, from today: deadline, days_available, p50_days, "
+    "p90_days, probability (of finishing in time, from the Monte Carlo), verdict (meets, "
+    "misses_p90, misses_p50 or no_deadline) and text; null before the run has succeeded"
+)
+
 
 class RunOutput(serializers.ModelSerializer):
     scenario_name = serializers.CharField(source="scenario.name", read_only=True)
@@ -276,6 +283,11 @@ class RunOutput(serializers.ModelSerializer):
     state_message = serializers.CharField(
         source="state.message", read_only=True, help_text="The state in words, for a person"
     )
+    deadline = serializers.SerializerMethodField(help_text=DEADLINE_HELP)
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_deadline(self, run: EstimationRun) -> dict[str, Any] | None:
+        return run_deadline_json(run)
 
     class Meta:
         model = EstimationRun
@@ -307,6 +319,7 @@ class RunOutput(serializers.ModelSerializer):
             "created_at",
             "started_at",
             "finished_at",
+            "deadline",
         ]
 
 

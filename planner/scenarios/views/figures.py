@@ -17,6 +17,7 @@ from planner.scenarios.breakdowns import (
     training_method_shown,
     whole_run_table,
 )
+from planner.scenarios.deadline import run_deadline
 from planner.scenarios.models import EstimationRun, RunStatus, Scenario
 from planner.scenarios.selectors import ComparisonRow, comparison_rows
 
@@ -173,6 +174,7 @@ def run_figures(run: EstimationRun) -> dict[str, Any] | None:
     return {
         "budget": budget,
         "days": budget["training_days"],
+        "deadline": run_deadline(run),
         "converted": budget.get("converted"),
         "mfu_percent": result["mfu"] * 100,
         "mfu_precision": (result.get("mfu_peak") or {}).get("precision", "bf16").upper(),

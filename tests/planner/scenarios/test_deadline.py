@@ -1,0 +1,94 @@
+"""A run against its project's deadline (planner/scenarios/deadline.py) on the run page, the
+budget pack and the API: days from today, the verdict and the chance in time."""
+
+from __future__ import annotations
+
+import math
+from datetime import date, timedelta
+
+import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
+from rest_framework.test import APIClient
+
+from estimator.core.deadline import MEETS, MISSES_P50, MISSES_P90, NO_DEADLINE, finish_probability
+from planner.scenarios.deadline import days_available, run_deadline, run_deadline_json
+from planner.scenarios.models import EstimationRun, Project, Scenario
+from tests.planner.conftest import _client, finished_run
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(scenario: Scenario, requester: User) -> EstimationRun:
+    return finished_run(scenario, requester)
+
+
+def _days(run: EstimationRun) -> dict[str, float]:
+    assert run.montecarlo is not None
+    return run.montecarlo["training_days"]
+
+
+def _due_in(project: Project, days: int) -> None:
+    project.deadline = timezone.localdate() + timedelta(days=days)
+    project.save(update_fields=["deadline"])
+
+
+def test_days_available_count_from_today(project: Project) -> None:
+    assert days_available(project) is None
+    project.deadline = date(2026, 6, 30)
+    assert days_available(project, today=date(2026, 6, 1)) == 29
+    assert days_available(project, today=date(2026, 7, 2)) == -2
+
+
+def test_a_run_without_a_deadline_says_so(run: EstimationRun) -> None:
+    check = run_deadline(run)
+    assert check is not None
+    assert (check.verdict, check.text, check.probability) == (NO_DEADLINE, "no deadline set", None)
+
+
+def test_the_verdict_follows_the_days_left(run: EstimationRun) -> None:
+    days, project = _days(run), run.scenario.project
+    assert math.floor(days["p50"]) >= 1
+    cases = [(math.ceil(days["p90"]), MEETS), (math.floor(days["p50"]) - 1, MISSES_P50)]
+    if math.ceil(days["p50"]) < days["p90"]:
+        cases.append((math.ceil(days["p50"]), MISSES_P90))
+    for left, verdict in cases:
+        _due_in(project, left)
+        check = run_deadline(run, project=project)
+        assert check is not None
+        assert (check.days_available, check.verdict) == (left, verdict)
+        quantiles = run.montecarlo["training_days_quantiles"]  # type: ignore[index]
+        assert check.probability == finish_probability(quantiles, left)
+
+
+def test_a_run_before_the_quantiles_has_a_verdict_without_a_chance(run: EstimationRun) -> None:
+    assert run.montecarlo is not None
+    del run.montecarlo["training_days_quantiles"]
+    _due_in(run.scenario.project, math.ceil(_days(run)["p90"]))
+    check = run_deadline(run)
+    assert check is not None
+    assert (check.verdict, check.probability, check.probability_text) == (MEETS, None, "")
+
+
+def test_the_run_page_shows_the_verdict_and_the_chance(run: EstimationRun, requester: User) -> None:
+    left = math.floor(_days(run)["p50"]) - 1
+    _due_in(run.scenario.project, left)
+    page = _client(requester).get(run.get_absolute_url()).content.decode()
+    shown = page.partition('data-testid="run-deadline"')[2].partition("</div>")[0]
+    assert 'data-verdict="misses_p50"' in shown
+    assert "misses at P50" in shown
+    check = run_deadline(run)
+    assert check is not None
+    assert f"{check.probability_text} chance in time" in shown
+
+
+def test_the_run_api_has_the_deadline(
+    run: EstimationRun, requester_api: APIClient, project: Project
+) -> None:
+    _due_in(project, math.ceil(_days(run)["p90"]))
+    body = requester_api.get(f"/api/v1/runs/{run.pk}/").json()
+    assert body["deadline"] == run_deadline_json(run)
+    assert body["deadline"]["verdict"] == MEETS
+    assert body["deadline"]["deadline"] == project.deadline.isoformat()  # type: ignore[union-attr]
+    assert 0.9 <= body["deadline"]["probability"] <= 1.0
