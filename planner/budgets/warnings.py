@@ -2,8 +2,9 @@
 
 :func:`run_warnings` reads a finished run's stored estimate and budget, its price record and
 the project: the run does not fit in memory, its figures come from an estimator family with
-no measurements, its price carries a data-quality flag, its price book is stale, or its P90
-cost is above the project's budget ceiling. The run page, the budget form, the request page,
+no measurements, its price carries a data-quality flag, its price book is stale, its P90
+cost is above the project's budget ceiling, or it misses the project's deadline (blocking at
+P50, a note at P90 only). The run page, the budget form, the request page,
 the API and the snapshot document all call it; :func:`warnings_override_check` is the one
 rule that refuses a budget resting on a blocking warning unless the requester says why.
 """
@@ -20,8 +21,10 @@ from typing import Any, Literal
 from django.conf import settings
 from django.utils import timezone
 
+from estimator.core.deadline import MISSES_P50, MISSES_P90
 from planner.budgets.models import BudgetRequest
 from planner.common.errors import PlannerError
+from planner.scenarios.deadline import run_deadline
 from planner.scenarios.models import EstimationRun, Project
 from planner.scenarios.prices import PriceObject, price_get, prices_get
 from pricing.errors import PricingError
@@ -38,6 +41,8 @@ PRICE_FLAGGED = "price_flagged"
 PRICE_BOOK_STALE = "price_book_stale"
 ABOVE_CEILING = "above_ceiling"
 CEILING_UNCHECKED = "ceiling_unchecked"
+MISSES_DEADLINE = "misses_deadline"
+DEADLINE_AT_RISK = "deadline_at_risk"
 
 #: A warning in two or three words, for a badge in a table row.
 LABELS = {
@@ -47,7 +52,19 @@ LABELS = {
     PRICE_BOOK_STALE: "stale price book",
     ABOVE_CEILING: "above ceiling",
     CEILING_UNCHECKED: "ceiling unchecked",
+    MISSES_DEADLINE: "misses deadline",
+    DEADLINE_AT_RISK: "late at P90",
 }
+
+#: What :func:`run_warnings` checks, in words, for a pack that found nothing to warn of.
+CHECKED = (
+    "memory",
+    "estimator calibration",
+    "the price's data-quality flag",
+    "the price book's age",
+    "the project's budget ceiling",
+    "the project's deadline (at P50 and P90)",
+)
 
 #: How the estimator words a family without measurements (``estimator.core.estimate``).
 UNCALIBRATED_PREFIX = "uncalibrated: "
@@ -111,6 +128,7 @@ def run_warnings(
         _flag_warning(price),
         _stale_warning(price, today),
         _ceiling_warning(budget, project, today),
+        _deadline_warning(run, project, today),
     ]
     warnings = [warning for warning in found if warning is not None]
     return sorted(warnings, key=lambda warning: warning.severity != BLOCK)
@@ -218,6 +236,33 @@ def _ceiling_warning(
         ABOVE_CEILING,
         WARN,
         f"P90 {money_text(converted.amount, project.currency)}{via} is above {ceiling_text}",
+    )
+
+
+def _deadline_warning(run: EstimationRun, project: Project, today: date) -> BudgetWarning | None:
+    """Late at P50 blocks (the budget would pay for a run that, more likely than not, ends
+    after the deadline); late at P90 only is a note."""
+    check = run_deadline(run, project=project, today=today)
+    if check is None or check.verdict not in (MISSES_P50, MISSES_P90):
+        return None
+    assert project.deadline is not None
+    assert check.days_available is not None
+    chance = (
+        f"; {check.probability_text} chance of finishing in time" if check.probability_text else ""
+    )
+    left = f"{check.days_available:,.0f} days from {today:%Y-%m-%d}"
+    due = f"the project's deadline ({project.deadline:%Y-%m-%d}, {left})"
+    if check.verdict == MISSES_P50:
+        return BudgetWarning(
+            MISSES_DEADLINE,
+            BLOCK,
+            f"misses {due} at P50: {check.p50_days:,.0f} days (P90 {check.p90_days:,.0f}){chance}",
+        )
+    return BudgetWarning(
+        DEADLINE_AT_RISK,
+        WARN,
+        f"meets {due} at P50 ({check.p50_days:,.0f} days) but misses it at P90 "
+        f"({check.p90_days:,.0f} days){chance}",
     )
 
 

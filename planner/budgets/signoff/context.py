@@ -16,7 +16,7 @@ from planner.budgets.charts import CostPoint, Spread, cost_versus_days, stacked_
 from planner.budgets.models import AuditEvent, BudgetDecision, BudgetRequest, BudgetState
 from planner.budgets.signoff.tables import PackWarning, cell_text, price_rows
 from planner.budgets.snapshot import snapshot_document
-from planner.budgets.warnings import BLOCK, request_warnings
+from planner.budgets.warnings import BLOCK, CHECKED, request_warnings
 from planner.common.labels import MEMORY_PARTS, STEP_MARGINS, STEP_PARTS
 from planner.scenarios.breakdowns import (
     TrainingMethod,
@@ -180,6 +180,7 @@ def signoff_pack_context(request: BudgetRequest) -> dict[str, Any]:
         pack_warnings=warnings,
         pack_blocking=any(warning.severity == BLOCK for warning in warnings),
         warnings_checked_now="warnings" not in document,
+        checked=CHECKED,
         override_reason=str(document.get("override_reason") or "").strip(),
     )
     context.update(

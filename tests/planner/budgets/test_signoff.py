@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -513,3 +513,36 @@ def test_the_override_reason_and_a_blocking_warning_are_in_every_format(
     text = _pdf_text(request)
     assert "BLOCKING" in text
     assert "Measured on a pilot run" in text.partition("Override reason")[2]
+
+
+def test_the_pdf_lists_the_deadline_among_what_it_checked(submitted: BudgetRequest) -> None:
+    assert submitted.project.deadline is None
+    html = render_to_string("budgets/signoff_pdf.html", signoff_pack_context(submitted))
+    checked = html.partition('data-testid="pdf-checked">')[2].partition("</p>")[0]
+    assert "the project&#x27;s deadline (at P50 and P90)" in checked
+    assert "memory" in checked
+    # The chosen run's training-time figure, then its row and its alternative's.
+    assert html.count('data-verdict="no_deadline"') == 3
+
+
+def test_a_run_late_at_p50_is_in_the_pdf_warnings_and_comparison(
+    runs: list[EstimationRun], requester: User
+) -> None:
+    project = runs[0].scenario.project
+    for run in runs:
+        assert run.montecarlo is not None
+        assert run.montecarlo["training_days"]["p50"] > 1, "both runs take more than a day"
+    project.deadline = timezone.localdate() + timedelta(days=1)
+    project.save(update_fields=["deadline"])
+    draft = budget_request_create(
+        user=requester, run=runs[0], title="8B", justification="Late, but the launch moved.",
+        alternatives=runs[1:], override_reason="The launch moved to Q4.",
+    )  # fmt: skip
+    request = budget_request_submit(user=requester, request=draft)
+    html = render_to_string("budgets/signoff_pdf.html", signoff_pack_context(request))
+    warnings = html.partition('data-testid="pdf-warnings"')[2].partition("</section>")[0]
+    assert 'data-code="misses_deadline"' in warnings
+    assert html.count('data-verdict="misses_p50"') == 3
+    text = _pdf_text(request)
+    assert "BLOCKING Misses the project's deadline" in text
+    assert "misses at P50" in text.partition("Chosen run and alternatives")[2]

@@ -1,10 +1,12 @@
 """Warnings where money is committed (planner/budgets/warnings.py): a run that does not
-fit, an uncalibrated family, a flagged or stale price, a P90 above the ceiling; the refusal of a
+fit, an uncalibrated family, a flagged or stale price, a P90 above the ceiling, a run late for
+the deadline at P50 (blocking) or at P90 only (a note); the refusal of a
 budget for a run that does not fit unless the requester says why, kept in the snapshot and the
 audit trail."""
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -13,6 +15,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from estimator.core.deadline import MISSES_P50, finish_probability
 from planner.budgets.models import AuditEvent, BudgetRequest
 from planner.budgets.services import (
     budget_request_create,
@@ -22,7 +25,9 @@ from planner.budgets.services import (
 from planner.budgets.warnings import (
     ABOVE_CEILING,
     BLOCK,
+    DEADLINE_AT_RISK,
     DOES_NOT_FIT,
+    MISSES_DEADLINE,
     PRICE_BOOK_STALE,
     PRICE_FLAGGED,
     UNCALIBRATED,
@@ -237,3 +242,81 @@ def test_warnings_arisen_after_submission_are_shown_apart_from_the_frozen_ones(
 def test_saving_a_stated_layout_that_does_not_fit_says_so_at_once() -> None:
     assert "does not fit in memory" in scenario_fit_note(too_big_spec())
     assert scenario_fit_note(small_spec("H100-SXM", 64)) == ""  # "auto": the worker searches
+
+
+# --- The deadline ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def long_run(
+    prices: None, project: Project, requester: User, django_capture_on_commit_callbacks: Any
+) -> EstimationRun:
+    """Llama 3 8B on 2 T tokens and 64 H100s: weeks, with days between its P50 and P90."""
+    spec = small_spec("H100-SXM", 64, tokens=2e12)
+    scenario = _scenario(project, requester, "8B long", spec, list_price("H100-SXM"))
+    return _run(scenario, requester, django_capture_on_commit_callbacks)
+
+
+def _days(run: EstimationRun) -> dict[str, float]:
+    assert run.montecarlo is not None
+    return run.montecarlo["training_days"]
+
+
+def _due_in(run: EstimationRun, days: int) -> Project:
+    """The run's project with its deadline ``days`` from today."""
+    project = run.scenario.project
+    project.deadline = timezone.localdate() + timedelta(days=days)
+    project.save(update_fields=["deadline"])
+    return project
+
+
+def test_no_deadline_no_deadline_warning(long_run: EstimationRun) -> None:
+    assert long_run.scenario.project.deadline is None
+    assert not {MISSES_DEADLINE, DEADLINE_AT_RISK} & set(_codes(long_run))
+
+
+def test_meeting_the_deadline_at_p90_warns_of_nothing(long_run: EstimationRun) -> None:
+    _due_in(long_run, math.ceil(_days(long_run)["p90"]))
+    assert not {MISSES_DEADLINE, DEADLINE_AT_RISK} & set(_codes(long_run))
+
+
+def test_late_at_p90_only_is_a_note_with_the_chance_in_time(
+    long_run: EstimationRun, requester: User
+) -> None:
+    days = _days(long_run)
+    left = math.ceil(days["p50"])
+    assert left < days["p90"], days
+    _due_in(long_run, left)
+    warning = next(w for w in run_warnings(long_run) if w.code == DEADLINE_AT_RISK)
+    assert warning.severity == WARN
+    assert long_run.montecarlo is not None
+    chance = finish_probability(long_run.montecarlo["training_days_quantiles"], left)
+    assert 0.5 <= chance < 0.9
+    assert f"{100 * chance:.0f}% chance of finishing in time" in warning.message
+    assert f"{days['p90']:,.0f} days" in warning.message
+    draft = budget_request_create(user=requester, run=long_run, title="8B", justification="Go.")
+    assert draft.override_reason == ""  # a note does not block
+
+
+def test_late_at_p50_blocks_until_the_requester_says_why(
+    long_run: EstimationRun, requester: User
+) -> None:
+    left = math.floor(_days(long_run)["p50"]) - 1
+    _due_in(long_run, left)
+    warning = run_warnings(long_run)[0]
+    assert (warning.code, warning.severity) == (MISSES_DEADLINE, BLOCK)
+    assert f"{left} days from" in warning.message
+    with pytest.raises(PlannerError) as refused:
+        budget_request_create(user=requester, run=long_run, title="8B", justification="Go.")
+    assert refused.value.field == "run"
+    assert "misses the project's deadline" in refused.value.message
+    draft = budget_request_create(
+        user=requester, run=long_run, title="8B", justification="Go.", override_reason="Q4 is ok."
+    )
+    snapshot = _snapshot(budget_request_submit(user=requester, request=draft))
+    assert (snapshot["warnings"][0]["code"], snapshot["warnings"][0]["severity"]) == (
+        MISSES_DEADLINE,
+        BLOCK,
+    )
+    assert snapshot["chosen"]["deadline"]["verdict"] == MISSES_P50
+    assert snapshot["chosen"]["deadline"]["days_available"] == left
