@@ -90,6 +90,7 @@ class ComparisonRow:
     cost_p10: Decimal | None = None
     cost_p50: Decimal | None = None
     cost_p90: Decimal | None = None
+    requested: Decimal | None = None  # the budget a request on the run asks by default
     cheapest: bool = False
     fastest: bool = False
 
@@ -107,22 +108,29 @@ class ComparisonRow:
 
 
 def _costs_in(row: ComparisonRow, currency: str) -> None:
-    """Fill the row's P10/P50/P90 cost in ``currency`` when the run's figures allow it."""
+    """Fill the row's P10/P50/P90 cost and budget to request in ``currency`` when the run's
+    figures allow it."""
     budget = row.budget
     if not budget:
         return
-    cost = budget["cost"]
-    if budget["currency"] == currency:
-        row.cost_p10, row.cost_p50, row.cost_p90 = (Decimal(cost[k]) for k in ("p10", "p50", "p90"))
-        row.cost_currency = currency
-        return
-    converted = budget.get("converted") or {}
-    if converted.get("currency") == currency and "rate" in converted:
+    rate = Decimal(1)
+    if budget["currency"] != currency:
+        converted = budget.get("converted") or {}
+        if converted.get("currency") != currency or "rate" not in converted:
+            return
         rate = Decimal(converted["rate"])
-        row.cost_p10, row.cost_p50, row.cost_p90 = (
-            (Decimal(cost[k]) * rate).quantize(Decimal("0.01")) for k in ("p10", "p50", "p90")
-        )
-        row.cost_currency = currency
+    cost = budget["cost"]
+    row.cost_p10, row.cost_p50, row.cost_p90 = (
+        _converted(cost[k], rate) for k in ("p10", "p50", "p90")
+    )
+    # Runs priced before the budget kept its request figure ask P50 + (P90 - P50).
+    row.requested = _converted(budget.get("requested", cost["p90"]), rate)
+    row.cost_currency = currency
+
+
+def _converted(amount: str, rate: Decimal) -> Decimal:
+    value = Decimal(amount)
+    return value if rate == 1 else (value * rate).quantize(Decimal("0.01"))
 
 
 def comparison_rows(scenarios: Iterable[Scenario], currency: str) -> list[ComparisonRow]:

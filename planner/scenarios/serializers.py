@@ -363,8 +363,20 @@ class ComparisonRowOutput(serializers.Serializer):
     cost_p10 = money_field(allow_null=True)
     cost_p50 = money_field(allow_null=True)
     cost_p90 = money_field(allow_null=True)
+    requested = money_field(
+        allow_null=True, help_text="The budget a request on the run asks by default"
+    )
+    tokens_per_s_per_gpu = serializers.FloatField(
+        source="result.tokens_per_s_per_gpu", allow_null=True
+    )
+    layout = serializers.JSONField(source="result.parallelism", allow_null=True)
+    deadline = serializers.SerializerMethodField(help_text=DEADLINE_HELP)
     cheapest = serializers.BooleanField(help_text="Lowest P50 cost of the compared scenarios")
     fastest = serializers.BooleanField(help_text="Fewest P50 days of the compared scenarios")
+
+    @extend_schema_field(serializers.DictField(allow_null=True))
+    def get_deadline(self, row: ComparisonRow) -> dict[str, Any] | None:
+        return run_deadline_json(row.run, project=row.scenario.project) if row.run else None
 
 
 class ComparisonDetailOutput(ComparisonOutput):

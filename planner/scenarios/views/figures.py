@@ -210,10 +210,14 @@ def _cost_per_million(row: ComparisonRow) -> Decimal | None:
 def _table_row(row: ComparisonRow, warnings: Mapping[int, list[BudgetWarning]]) -> dict[str, Any]:
     result, budget = row.result, row.budget
     memory = result.get("memory_per_gpu_gib", {})
+    run = row.run
     return {
         "row": row,
         "scenario": row.scenario,
-        "run": row.run,
+        "run": run,
+        "layout": layout_compact(result["parallelism"]) if result else None,
+        "tokens_per_s_per_gpu": result.get("tokens_per_s_per_gpu"),
+        "deadline": run_deadline(run, project=row.scenario.project) if run else None,
         "days": budget.get("training_days"),
         "gpu_hours_p50": budget.get("gpu_hours", {}).get("p50"),
         "cost_per_million": _cost_per_million(row),

@@ -1,20 +1,24 @@
 """A run against its project's deadline (planner/scenarios/deadline.py) on the run page, the
-budget pack and the API: days from today, the verdict and the chance in time."""
+comparison page and the API: days from today, the verdict and the chance in time."""
 
 from __future__ import annotations
 
 import math
 from datetime import date, timedelta
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth.models import User
+from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
 from estimator.core.deadline import MEETS, MISSES_P50, MISSES_P90, NO_DEADLINE, finish_probability
 from planner.scenarios.deadline import days_available, run_deadline, run_deadline_json
 from planner.scenarios.models import EstimationRun, Project, Scenario
-from tests.planner.conftest import _client, finished_run
+from planner.scenarios.services import comparison_create
+from planner.scenarios.views.figures import layout_compact
+from tests.planner.conftest import _client, finished_run, scenario_add
 
 pytestmark = pytest.mark.django_db
 
@@ -92,3 +96,56 @@ def test_the_run_api_has_the_deadline(
     assert body["deadline"]["verdict"] == MEETS
     assert body["deadline"]["deadline"] == project.deadline.isoformat()  # type: ignore[union-attr]
     assert 0.9 <= body["deadline"]["probability"] <= 1.0
+
+
+@pytest.fixture
+def two_runs(scenario: Scenario, requester: User) -> list[EstimationRun]:
+    """64 H100 (the scenario) and 256 H100: the wider one finishes well before the other."""
+    wide = scenario_add(scenario.project, requester, "256 H100", 256)
+    return [finished_run(scenario, requester), finished_run(wide, requester)]
+
+
+def _deadline_between(runs: list[EstimationRun]) -> int:
+    """Days that the wide run meets at P90 and the narrow one misses at P50."""
+    narrow, wide = (_days(run) for run in runs)
+    left = math.ceil(wide["p90"])
+    assert left < narrow["p50"], (wide, narrow)
+    return left
+
+
+def test_the_comparison_page_has_layout_speed_budget_and_deadline_columns(
+    two_runs: list[EstimationRun], requester: User, project: Project
+) -> None:
+    _due_in(project, _deadline_between(two_runs))
+    url = reverse("planner:project-compare", args=[project.pk])
+    query = "&".join(f"scenario={run.scenario_id}" for run in two_runs)
+    page = _client(requester).get(f"{url}?{query}").content.decode()
+    rows = {
+        int(row.partition('data-scenario-id="')[2].partition('"')[0]): row
+        for row in page.split('data-testid="comparison-row"')[1:]
+    }
+    for run, verdict in zip(two_runs, (MISSES_P50, MEETS), strict=True):
+        row, result, budget = rows[run.scenario_id], run.result or {}, run.budget or {}
+        assert layout_compact(result["parallelism"]) in row
+        speed = row.partition('data-testid="compare-tokens-per-s">')[2].partition("<")[0]
+        assert float(speed.replace(",", "")) == pytest.approx(result["tokens_per_s_per_gpu"], 0.5)
+        requested = row.partition('data-testid="compare-requested">')[2].partition("<")[0]
+        assert Decimal(requested.replace(",", "")) == Decimal(budget["requested"]).quantize(1)
+        assert f'data-verdict="{verdict}"' in row
+
+
+def test_the_comparison_api_has_layout_speed_budget_and_deadline(
+    two_runs: list[EstimationRun], requester: User, requester_api: APIClient, project: Project
+) -> None:
+    _due_in(project, _deadline_between(two_runs))
+    scenarios = [run.scenario for run in two_runs]
+    comparison = comparison_create(user=requester, project=project, name="W", scenarios=scenarios)
+    body = requester_api.get(f"/api/v1/comparisons/{comparison.pk}/").json()
+    rows = {row["run"]: row for row in body["rows"]}
+    for run, verdict in zip(two_runs, (MISSES_P50, MEETS), strict=True):
+        row, result = rows[run.pk], run.result or {}
+        assert row["layout"] == result["parallelism"]
+        assert row["tokens_per_s_per_gpu"] == result["tokens_per_s_per_gpu"]
+        assert Decimal(row["requested"]) == Decimal((run.budget or {})["requested"])
+        assert row["deadline"]["verdict"] == verdict
+        assert row["deadline"]["probability"] == run_deadline_json(run)["probability"]  # type: ignore[index]
