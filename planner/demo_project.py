@@ -3,8 +3,9 @@
 The project trains Llama 3 70B on 2 T tokens and compares three ways to pay for it, like for
 like on clusters of the same size: 256 A100s at GCP list price, 256 H100s under the example
 vendor quote (which covers up to 256), and 256 TPU v5p chips at GCP list price. Each fits the
-model in its memory; only the H100s finish before the project's deadline (the TPU v5p chips
-cost less but finish late), so the demo's budget request is for the H100s.
+model in its memory; only the H100s meet the project's deadline at P50, and not at P90 (the
+TPU v5p chips cost less but finish late), so the demo's budget request is for the H100s and
+its justification says how each option stands against the deadline, as the runs computed it.
 Idempotent: a second load adds nothing.
 """
 
@@ -12,17 +13,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from estimator.core.deadline import MISSES_P50, DeadlineCheck
 from estimator.core.presets import preset_scenario
 from organisations.demo import demo_organisation
 from organisations.models import Organisation, Role
 from organisations.services import membership_grant
 from planner.budgets.services import budget_request_create, budget_request_submit
 from planner.demo import DEMO_USERS
+from planner.scenarios.deadline import run_deadline
 from planner.scenarios.models import EstimationRun, Project, RunStatus
 from planner.scenarios.services import project_create, run_start, scenario_create
 from pricing.demo import EXAMPLE_BOOK_NAME, EXAMPLE_QUOTE_COUNT, EXAMPLE_QUOTE_REFERENCE
@@ -113,30 +117,74 @@ def planner_demo_load() -> list[str]:
 
 
 def _budget_request(maya: User, runs: list[EstimationRun], project: Project) -> list[str]:
-    """Submit a budget request on the cheapest run that finishes by the project's deadline
-    (at P50; the cheapest of all when none does), so finn finds one awaiting approval."""
+    """Submit a budget request on the cheapest run that meets the project's deadline at P50
+    (the cheapest of all when none does), so finn finds one awaiting approval."""
     finished = [run for run in runs if run.status == RunStatus.SUCCEEDED and run.budget]
     if len(finished) < len(runs):
         return ["Demo budget request: skipped (the runs are still with the Celery workers)."]
-    assert project.deadline is not None
-    days_left = (project.deadline - timezone.localdate()).days
-
-    def p50(run: EstimationRun, figure: str) -> float:
-        return float(run.budget[figure]["p50"])  # type: ignore[index]
-
-    on_time = [run for run in finished if p50(run, "training_days") <= days_left] or finished
-    chosen = min(on_time, key=lambda run: Decimal(run.budget["cost"]["p50"]))  # type: ignore[index]
+    checks = {run.pk: _deadline(run, project) for run in finished}
+    on_time = [run for run in finished if checks[run.pk].verdict != MISSES_P50] or finished
+    chosen = min(on_time, key=lambda run: Decimal(_budget(run)["cost"]["p50"]))
+    late = checks[chosen.pk].verdict == MISSES_P50
     with transaction.atomic():
         request = budget_request_create(
             user=maya,
             run=chosen,
             title=f"{DEMO_PROJECT}: {chosen.scenario.name}",
-            justification=(
-                "Cheapest at P50 of the options compared that finish before the deadline; its "
-                "P90 stays within the project's budget ceiling. Contingency is P90 - P50 of "
-                "the Monte Carlo."
-            ),
+            justification=demo_justification(chosen, finished, checks, project),
             alternatives=[run for run in finished if run != chosen],
+            # Only when no option meets the deadline at P50: the request says so and why.
+            override_reason="No option compared meets the deadline at P50; this is the "
+            "cheapest, and the launch date has to move."
+            if late
+            else "",
         )
         budget_request_submit(user=maya, request=request, comment="For Q3 sign-off.")
     return [f"Demo budget request '{request.title}': submitted, awaiting finn's approval."]
+
+
+def _budget(run: EstimationRun) -> dict[str, Any]:
+    assert run.budget is not None
+    return run.budget
+
+
+def _deadline(run: EstimationRun, project: Project) -> DeadlineCheck:
+    check = run_deadline(run, project=project)
+    assert check is not None  # a succeeded run has its Monte Carlo
+    return check
+
+
+def demo_justification(
+    chosen: EstimationRun,
+    runs: list[EstimationRun],
+    checks: dict[int, DeadlineCheck],
+    project: Project,
+) -> str:
+    """The demo request's case in words, each claim read from the runs' computed figures: how
+    the chosen run and the others stand against the deadline, and against the ceiling."""
+    mine = checks[chosen.pk]
+    chance = ""
+    if mine.probability_text:
+        chance = f", a {mine.probability_text} chance of finishing in time"
+    on_time = sum(check.verdict != MISSES_P50 for check in checks.values())
+    if mine.verdict == MISSES_P50:
+        first = "No option compared meets the deadline at P50; this one is the cheapest."
+    elif on_time == 1:
+        first = "The only option compared that meets the deadline at P50."
+    else:
+        first = "Cheapest at P50 of the options compared that meet the deadline at P50."
+    lines = [
+        first,
+        f"Against the {project.deadline:%Y-%m-%d} deadline it {mine.text} ({mine.p50_days:,.0f} "
+        f"days at P50, {mine.p90_days:,.0f} at P90{chance}).",
+    ]
+    for run in runs:
+        if run != chosen:
+            check = checks[run.pk]
+            lines.append(f"{run.scenario.name}: {check.text} ({check.p50_days:,.0f} days at P50).")
+    ceiling, p90 = project.budget_ceiling, Decimal(_budget(chosen)["cost"]["p90"])
+    if ceiling is not None and _budget(chosen)["currency"] == project.currency:
+        within = "stays within" if p90 <= ceiling else "is above"
+        lines.append(f"Its P90 cost {within} the project's budget ceiling.")
+    lines.append("Contingency is P90 - P50 of the Monte Carlo.")
+    return " ".join(lines)
