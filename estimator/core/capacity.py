@@ -7,6 +7,11 @@ multiples ``node x 2^k`` and ``node x 3 x 2^k`` (k >= 0), plus ``max_gpus`` itse
 a node multiple: a geometric ladder, since throughput changes slowly between neighbouring
 sizes and each size costs one whole search.
 
+Each point also carries the Monte Carlo's spread of its training days (P10/P50/P90 and the
+quantile grid of :mod:`estimator.core.deadline`), from :data:`SPREAD_SAMPLES` samples at the
+fixed :data:`SPREAD_SEED`, so a plan can say how likely each option is to meet its deadline;
+a sample costs microseconds beside the layout search.
+
 The caller prices the points (``cost = gpu_hours x price``), keeps those that meet its
 deadline and budget, and takes their cost-versus-days frontier (:func:`pareto_frontier`).
 """
@@ -16,7 +21,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from estimator.core.montecarlo import monte_carlo
 from estimator.core.search import search
+
+#: Samples and seed of each point's Monte Carlo: a run's default count, one seed for every
+#: point so that a plan reproduces.
+SPREAD_SAMPLES = 4000
+SPREAD_SEED = 0
 
 
 def cluster_sizes(max_gpus: int, node_size: int) -> list[int]:
@@ -52,6 +63,8 @@ def _searched_point(scenario: Mapping[str, Any], cluster: dict[str, Any]) -> dic
     if not found["results"]:
         return None
     best = found["results"][0]
+    spread = monte_carlo(data, seed=SPREAD_SEED, samples=SPREAD_SAMPLES, baseline=best)
+    days = spread["training_days"]
     return {
         "accelerator": cluster["accelerator"],
         "num_gpus": cluster["num_gpus"],
@@ -59,6 +72,8 @@ def _searched_point(scenario: Mapping[str, Any], cluster: dict[str, Any]) -> dic
         "gpu_hours": best["gpu_hours"],
         "mfu": best["mfu"],
         "parallelism": best["parallelism"],
+        "training_days_spread": {key: days[key] for key in ("p10", "p50", "p90")},
+        "training_days_quantiles": spread["training_days_quantiles"],
     }
 
 
@@ -91,8 +106,10 @@ def capacity_points(
     -------
     dict
         ``points``: per size that fits, ``accelerator``, ``num_gpus``, ``training_days``,
-        ``gpu_hours``, ``mfu`` and ``parallelism`` (the search's best layout), in the order
-        of ``sizes``; ``misses``: the sizes with no layout that fits.
+        ``gpu_hours``, ``mfu``, ``parallelism`` (the search's best layout) and the Monte
+        Carlo's ``training_days_spread`` (``p10``, ``p50``, ``p90``) and
+        ``training_days_quantiles``, in the order of ``sizes``; ``misses``: the sizes with
+        no layout that fits.
     """
     points, misses = [], []
     for size in sizes:

@@ -14,8 +14,9 @@ The work of a plan, in the order it happens:
 4. :func:`plan_merge` prices every point of every chunk for every option that offers its
    size, exactly as a run of that option is priced
    (:func:`planner.scenarios.budget_figures.cost_of`, with a committed price's minimum spend),
-   and keeps the options that meet the deadline and the budget and the cost-versus-days
-   frontier.
+   gives each its deadline verdict and chance in time from its Monte Carlo days
+   (:func:`estimator.core.deadline.deadline_check`), and keeps the options that meet the
+   deadline and the budget and the cost-versus-days frontier.
 
 :func:`capacity_plan` does 2-4 in one process; a saved plan
 (:mod:`planner.capacity.services`) does 3 on the workers, a task per chunk, and 4 in a
@@ -34,6 +35,7 @@ from typing import Any
 
 from estimator.core import ScenarioError, load_catalog
 from estimator.core.capacity import capacity_points, cluster_sizes, pareto_frontier
+from estimator.core.deadline import deadline_check
 from estimator.core.presets import preset_scenario
 from planner.scenarios.budget_figures import commitment_minimum, cost_of, money
 from planner.scenarios.prices import PriceObject, price_describe
@@ -381,11 +383,24 @@ def meets(point: Mapping[str, Any], *, deadline_days: float, budget: Decimal | N
     )
 
 
-def _priced(point: Mapping[str, Any], option: PricedOption, index: int) -> dict[str, Any]:
+def point_deadline(point: Mapping[str, Any], deadline_days: float) -> dict[str, Any] | None:
+    """The point's deadline check as JSON; None for a point searched before points carried
+    their Monte Carlo days."""
+    spread = point.get("training_days_spread")
+    if spread is None:
+        return None
+    quantiles = point.get("training_days_quantiles")
+    return deadline_check(spread, deadline_days, quantiles).as_dict()
+
+
+def _priced(
+    point: Mapping[str, Any], option: PricedOption, index: int, deadline_days: float
+) -> dict[str, Any]:
     original, cost = option.cost(point["gpu_hours"], point["num_gpus"])
     minimum = option.minimum_spend(point["num_gpus"])
     return {
         **point,
+        "deadline": point_deadline(point, deadline_days),
         "option": index,
         "option_key": option.key,
         "price_per_gpu_hour": str(option.price_per_gpu_hour),
@@ -398,7 +413,9 @@ def _priced(point: Mapping[str, Any], option: PricedOption, index: int) -> dict[
 
 
 def _serialised(point: Mapping[str, Any]) -> dict[str, Any]:
-    return {**point, "cost": str(point["cost"])}
+    # The quantiles have given the point its verdict; the plan keeps the spread, not the grid.
+    kept = {key: value for key, value in point.items() if key != "training_days_quantiles"}
+    return {**kept, "cost": str(point["cost"])}
 
 
 def plan_merge(
@@ -431,7 +448,7 @@ def plan_merge(
         for size in option.sizes(node_size(option.accelerator)):
             point = found.get((*option.search_key, size))
             if point is not None:
-                priced.append(_priced(point, option, index))
+                priced.append(_priced(point, option, index, deadline_days))
     feasible = sorted(
         (p for p in priced if meets(p, deadline_days=deadline_days, budget=budget)),
         key=lambda p: (p["cost"], p["training_days"], p["option"], p["num_gpus"]),

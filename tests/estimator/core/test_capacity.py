@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from estimator.core import search
-from estimator.core.capacity import capacity_points, cluster_sizes, pareto_frontier
+from estimator.core.capacity import (
+    SPREAD_SAMPLES,
+    SPREAD_SEED,
+    capacity_points,
+    cluster_sizes,
+    pareto_frontier,
+)
+from estimator.core.montecarlo import monte_carlo
 
 from .scenarios import SMALL
 
@@ -45,3 +52,15 @@ def test_capacity_points_are_the_searchs_best_layout_at_each_size_in_any_split()
         best = search({**MODEL_AND_TRAINING, "cluster": cluster, "parallelism": "auto"}, top_k=1)
         assert point["gpu_hours"] == best["results"][0]["gpu_hours"]
         assert point["parallelism"] == best["results"][0]["parallelism"]
+
+
+def test_each_capacity_point_carries_its_monte_carlo_days() -> None:
+    (point,) = capacity_points(MODEL_AND_TRAINING, "H100-SXM", [64])["points"]
+    cluster = {"accelerator": "H100-SXM", "num_gpus": 64}
+    data = {**MODEL_AND_TRAINING, "format_version": 1, "cluster": cluster, "parallelism": "auto"}
+    spread = monte_carlo(data, seed=SPREAD_SEED, samples=SPREAD_SAMPLES)
+    assert point["training_days_spread"] == {
+        key: spread["training_days"][key] for key in ("p10", "p50", "p90")
+    }
+    assert point["training_days_quantiles"] == spread["training_days_quantiles"]
+    assert point["training_days_quantiles"][50] == point["training_days_spread"]["p50"]

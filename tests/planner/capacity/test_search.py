@@ -11,6 +11,7 @@ import pytest
 from django.utils import timezone
 
 from estimator.core import estimate, load_catalog
+from estimator.core.deadline import finish_probability
 from organisations.demo import demo_organisation
 from planner.capacity.search import (
     PricedOption,
@@ -21,6 +22,7 @@ from planner.capacity.search import (
     deadline_days,
     plan_chunks,
     plan_merge,
+    point_deadline,
 )
 from planner.scenarios.budget_figures import commitment_minimum
 from planner.scenarios.prices import price_describe, price_get, price_key_parse
@@ -297,3 +299,33 @@ def test_an_accelerator_the_estimator_refuses_is_a_note_not_a_failure() -> None:
     found = chunk_compute(scenario, {"accelerator": "NOPE-1", "capacity": "", "sizes": [8]})
     assert found["points"] == []
     assert "NOPE-1" in found["error"]
+
+
+def test_each_option_has_its_deadline_verdict_from_its_monte_carlo(book: PriceBook) -> None:
+    options, scenario, plan = _plan(book, days=12)
+    points = plan["points"]
+    assert points
+    for point in points:
+        spread, check = point["training_days_spread"], point["deadline"]
+        assert "training_days_quantiles" not in point  # the grid gave the verdict; not kept
+        assert check["days_available"] == 12
+        assert (check["p50_days"], check["p90_days"]) == (spread["p50"], spread["p90"])
+        late_p50, late_p90 = spread["p50"] > 12, spread["p90"] > 12
+        verdict = "misses_p50" if late_p50 else "misses_p90" if late_p90 else "meets"
+        assert check["verdict"] == verdict
+        assert 0.0 <= check["probability"] <= 1.0
+        assert (check["probability"] >= 0.5) == (spread["p50"] <= 12)
+    # The chance is the one the point's own quantiles give.
+    first = points[0]
+    accelerator, capacity = options[first["option"]].search_key
+    chunk = {"accelerator": accelerator, "capacity": capacity, "sizes": [first["num_gpus"]]}
+    (searched,) = chunk_compute(scenario, chunk)["points"]
+    grid = searched["training_days_quantiles"]
+    assert first["deadline"]["probability"] == finish_probability(grid, 12)
+
+
+def test_a_point_searched_before_the_spread_has_no_verdict() -> None:
+    assert point_deadline({"training_days": 10.0}, 12) is None
+    verdict = point_deadline({"training_days_spread": {"p50": 10.0, "p90": 13.0}}, 12)
+    assert verdict is not None
+    assert (verdict["text"], verdict["probability"]) == ("meets at P50, misses at P90", None)

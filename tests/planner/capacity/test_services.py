@@ -7,6 +7,7 @@ is captured, not run); ``test_capacity_worker.py`` sends them through Redis to r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from datetime import timedelta
 from decimal import Decimal
@@ -370,6 +371,12 @@ def test_the_plan_page_shows_the_options_chart_and_scenario_buttons(
     assert rows
     assert all(row["meets"] for row in rows)
     assert [row["cost"] for row in rows] == sorted(row["cost"] for row in rows)
+    # Each option's deadline verdict from its Monte Carlo days, under its days.
+    shown = body.partition('data-testid="feasible-table"')[2].partition("</table>")[0]
+    verdicts = re.findall(
+        r'data-testid="option-deadline">\s*<span class="deadline" [^>]*data-verdict="(\w+)"', shown
+    )
+    assert verdicts == [row["deadline"]["verdict"] for row in rows]
     listing = client_of.get(reverse("planner:capacity")).content.decode()
     assert plan.name in listing
     assert 'data-testid="plan-row"' in listing
