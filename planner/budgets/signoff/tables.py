@@ -66,7 +66,8 @@ COLUMN_KINDS = {
     "Run": "id", "GPUs": "count", "Cost P10": "money", "Cost P50": "money",
     "Cost P90": "money", "Days P10": "days", "Days P50": "days", "Days P90": "days",
     "GPU-hours P50": "gpu_hours", "Cost per M tokens": "money", "MFU": "share",
-    "Fits in memory": BOOL, "Chosen": BOOL, "Days": "days", "GPU-hours": "gpu_hours",
+    "Fits in memory": BOOL, "Chosen": BOOL, "Chance in time": "share", "Days": "days",
+    "GPU-hours": "gpu_hours",
     "Share of total": "share", "Share of margin-free step time": "share",
     "Seconds per step": "seconds", "LoRA rank": "id", "Trainable parameters": "count",
     "Trainable share": "fine_share", "Host memory per node (GiB)": "gib", "When": DATETIME,
@@ -224,7 +225,7 @@ def summary_rows(context: dict[str, Any]) -> list[Row]:
 COMPARISON_HEADER = (
     "Scenario", "Accelerator", "GPUs", "Currency", "Cost P10", "Cost P50", "Cost P90",
     "Days P10", "Days P50", "Days P90", "GPU-hours P50", "Cost per M tokens", "MFU",
-    "Fits in memory", "Bottleneck", "Chosen",
+    "Fits in memory", "Bottleneck", "Chosen", "Deadline", "Chance in time",
 )  # fmt: skip
 
 
@@ -232,6 +233,7 @@ def comparison_rows(context: dict[str, Any]) -> list[list[Any]]:
     rows = []
     for run, chosen in [(context["chosen"], True)] + [(a, False) for a in context["alternatives"]]:
         cost, days = run.get("cost") or {}, run.get("training_days") or {}
+        deadline = run.get("deadline") or {}  # absent from snapshots frozen before it
         rows.append([
             run["scenario"], run["accelerator"], run["num_gpus"], run.get("currency"),
             *(Decimal(cost[k]) if k in cost else None for k in ("p10", "p50", "p90")),
@@ -239,6 +241,7 @@ def comparison_rows(context: dict[str, Any]) -> list[list[Any]]:
             Decimal((run.get("gpu_hours") or {}).get("p50", "0")),
             Decimal(run["cost_per_million_tokens"]) if run.get("cost_per_million_tokens") else None,
             run.get("mfu"), run.get("fits_in_memory"), run.get("bottleneck"), chosen,
+            deadline.get("text"), deadline.get("probability"),
         ])  # fmt: skip
     return rows
 

@@ -546,3 +546,25 @@ def test_a_run_late_at_p50_is_in_the_pdf_warnings_and_comparison(
     text = _pdf_text(request)
     assert "BLOCKING Misses the project's deadline" in text
     assert "misses at P50" in text.partition("Chosen run and alternatives")[2]
+
+
+def test_the_xlsx_and_csv_comparison_carry_each_runs_deadline_verdict(
+    runs: list[EstimationRun], requester: User
+) -> None:
+    project = runs[0].scenario.project
+    project.deadline = timezone.localdate() + timedelta(days=1)
+    project.save(update_fields=["deadline"])
+    draft = budget_request_create(
+        user=requester, run=runs[0], title="8B", justification="Late.", alternatives=runs[1:],
+        override_reason="The launch moved to Q4.",
+    )  # fmt: skip
+    request = budget_request_submit(user=requester, request=draft)
+    snapshot = request.snapshot or {}
+    sheet = list(_book(request)["Comparison"].iter_rows(values_only=True))
+    header = sheet[0]
+    for row, run in zip(sheet[1:], [snapshot["chosen"], *snapshot["alternatives"]], strict=True):
+        figures = dict(zip(header, row, strict=True))
+        assert figures["Deadline"] == run["deadline"]["text"] == "misses at P50"
+        assert figures["Chance in time"] == pytest.approx(run["deadline"]["probability"], abs=5e-4)
+    csv_rows = _sections(signoff_csv(request))[tuple(COMPARISON_HEADER)]
+    assert [row[COMPARISON_HEADER.index("Deadline")] for row in csv_rows] == ["misses at P50"] * 2
