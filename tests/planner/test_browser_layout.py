@@ -65,6 +65,12 @@ def demo(eager_tasks: None) -> dict[str, str]:
         "capacity": "/capacity/",
         "capacity plan": plan.get_absolute_url(),
         "on-prem": "/pricing/onprem/",
+        "scenario": budget.run.scenario.get_absolute_url(),
+        "budgets": "/budgets/?tab=all",
+        "catalog": "/pricing/catalog/",
+        "accelerator": "/pricing/catalog/H100-SXM/",
+        "price books": "/pricing/books/",
+        "quotes": "/pricing/quotes/",
     }
 
 
