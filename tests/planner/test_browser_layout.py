@@ -43,6 +43,21 @@ PAGE_WIDTHS_JS = (
     "return [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
 )
 
+#: The figures (the text of number cells) that break over more than one line.
+WRAPPED_FIGURES_JS = """
+const wrapped = [];
+for (const cell of document.querySelectorAll('table.kv.figures td, td.num, .figure .value')) {
+  for (const node of cell.childNodes) {
+    if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top)));
+    if (lines.size > 1) wrapped.push(node.textContent.trim());
+  }
+}
+return wrapped.slice(0, 10);
+"""
+
 
 @pytest.fixture
 def demo(eager_tasks: None) -> dict[str, str]:
@@ -104,11 +119,12 @@ def _log_in(browser: WebDriver, base: str, username: str) -> None:
 
 
 @pytest.mark.parametrize("username", ["finn", "maya"])
-def test_no_page_scrolls_sideways_on_a_phone_or_a_laptop(
+def test_no_page_scrolls_sideways_or_breaks_a_figure_on_a_phone_or_a_laptop(
     live_server: LiveServer, sized: WebDriver, demo: dict[str, str], username: str
 ) -> None:
     _log_in(sized, live_server.url, username)
     wide: dict[str, object] = {}
+    wrapped: dict[str, list[str]] = {}
     for width in WIDTHS:
         sized.set_window_size(width, HEIGHT)
         for name, path in demo.items():
@@ -117,7 +133,10 @@ def test_no_page_scrolls_sideways_on_a_phone_or_a_laptop(
             assert viewport <= width
             if page > viewport:
                 wide[f"{name} at {width} px"] = (page, sized.execute_script(OVERFLOWING_JS))
+            if figures := sized.execute_script(WRAPPED_FIGURES_JS):
+                wrapped[f"{name} at {width} px"] = figures
     assert wide == {}
+    assert wrapped == {}, "figures broken over lines"
 
 
 def test_the_budget_tables_show_whole_on_a_laptop(
