@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import cached_property
 
 from django.contrib.auth.models import User
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from lib.actors import Actor
-from organisations.models import Role
+from organisations.models import Organisation, Role
 from planner.budgets.models import BudgetRequest, BudgetState
 from planner.budgets.rules import (
     budget_authored_by,
@@ -54,15 +55,24 @@ class Inbox:
     awaiting: QuerySet[BudgetRequest]
     changes_requested: QuerySet[BudgetRequest]
     approved: QuerySet[BudgetRequest]
-    is_approver: bool
-    is_requester: bool
+    approving: QuerySet[Organisation]
+    requesting: QuerySet[Organisation]
+
+    @cached_property
+    def is_approver(self) -> bool:
+        return self.approving.exists()
+
+    @cached_property
+    def is_requester(self) -> bool:
+        return self.requesting.exists()
 
 
 def budget_inbox(user: Actor) -> Inbox:
-    """The user's inbox: three lazy querysets (nothing is read until they are used)."""
+    """The user's inbox: lazy querysets (nothing is read until they are used)."""
     none = BudgetRequest.objects.none()
     if not isinstance(user, User) or not user.is_authenticated:
-        return Inbox(none, none, none, is_approver=False, is_requester=False)
+        nowhere = Organisation.objects.none()
+        return Inbox(none, none, none, approving=nowhere, requesting=nowhere)
     visible = budget_requests_for(user).select_related(
         "project__organisation", "created_by", "run__scenario"
     )
@@ -77,8 +87,8 @@ def budget_inbox(user: Actor) -> Inbox:
         approved=own.filter(state=BudgetState.APPROVED, decided_at__gte=since).order_by(
             "-decided_at", "-pk"
         ),
-        is_approver=role_organisations(user, Role.APPROVER).exists(),
-        is_requester=requesting.exists(),
+        approving=role_organisations(user, Role.APPROVER),
+        requesting=requesting,
     )
 
 
