@@ -174,19 +174,68 @@ def _labels_place(anchors: Sequence[tuple[float, float]], widths: Sequence[float
     return spots
 
 
+#: The cost-versus-days chart spans at most this many times the chosen run's P90 on each
+#: axis: a run beyond is listed under the chart instead of shrinking the chosen one to a dot.
+FOCUS_FACTOR = 3.0
+NOTE_LINE = 15  # the height of a line of the note under the chart [px]
+
+
+def chart_focus(
+    points: Sequence[CostPoint], factor: float = FOCUS_FACTOR
+) -> tuple[list[CostPoint], list[CostPoint]]:
+    """The points drawn and those left off: the chosen run (the first point) and every run
+    whose P50 days and cost are both within ``factor`` times the chosen run's P90."""
+    if not points:
+        return [], []
+    chosen = points[0]
+
+    def near(point: CostPoint) -> bool:
+        return (
+            point.days.p50 <= factor * chosen.days.p90
+            and point.cost.p50 <= factor * chosen.cost.p90
+        )
+
+    return [chosen, *filter(near, points[1:])], [p for p in points[1:] if not near(p)]
+
+
+def _focus_top(spreads: Sequence[Spread], factor: float = FOCUS_FACTOR) -> float:
+    """An axis end: the largest P90 drawn, at most ``factor`` times the chosen run's."""
+    return _nice_ceiling(min(max(s.p90 for s in spreads), factor * spreads[0].p90))
+
+
+def _off_chart_note(left_off: Sequence[CostPoint], currency: str, top: float) -> list[str]:
+    """One line per run left off the chart, its P50 days and cost, under the axis title."""
+    if not left_off:
+        return []
+    lines = [f"Off the chart (beyond {FOCUS_FACTOR:g} times the chosen run's P90):"] + [
+        f"{point.label}: {point.days.p50:,.0f} days, {_tick_text(point.cost.p50)} {currency}"
+        for point in left_off
+    ]
+    return [
+        f'<text class="off-chart" x="10" y="{top + NOTE_LINE * index:.1f}">'
+        f"{escape(text_fit(line, WIDTH - 20))}</text>"
+        for index, line in enumerate(lines)
+    ]
+
+
 def cost_versus_days(points: Sequence[CostPoint], currency: str) -> str:
     """Scatter of P50 cost against P50 days, with P10-P90 bars on both axes; each point's
-    label where it covers no other label or point (with a leader line when moved away)."""
-    x_top = _nice_ceiling(max((p.days.p90 for p in points), default=1.0))
-    y_top = _nice_ceiling(max((p.cost.p90 for p in points), default=1.0))
+    label where it covers no other label or point (with a leader line when moved away).
+
+    The axes are scaled to the chosen run, the first point (:func:`chart_focus`): runs far
+    beyond it are named in a note under the chart, and bars are cut at the axes' ends.
+    """
+    points, left_off = chart_focus(points)
+    x_top = _focus_top([p.days for p in points]) if points else 1.0
+    y_top = _focus_top([p.cost for p in points]) if points else 1.0
     plot_w = WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     plot_h = HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
 
     def x(days: float) -> float:
-        return MARGIN_LEFT + plot_w * days / x_top
+        return MARGIN_LEFT + plot_w * min(days, x_top) / x_top
 
     def y(cost: float) -> float:
-        return MARGIN_TOP + plot_h * (1 - cost / y_top)
+        return MARGIN_TOP + plot_h * (1 - min(cost, y_top) / y_top)
 
     body = _axis_ticks(y_top, y, True) + _axis_ticks(x_top, x, False)
     body.append(
@@ -213,7 +262,9 @@ def cost_versus_days(points: Sequence[CostPoint], currency: str) -> str:
             + f'<text class="point-label" x="{left:.1f}" y="{baseline:.1f}" fill="{colour}">'
             f"{escape(labels[index])}</text>"
         )
-    return _svg(body, f"Cost versus days ({currency})")
+    body += _off_chart_note(left_off, currency, HEIGHT + NOTE_LINE)
+    height = HEIGHT + (NOTE_LINE * (len(left_off) + 1) + 6 if left_off else 0)
+    return _svg(body, f"Cost versus days ({currency})", height)
 
 
 def _leader(x: float, y: float, box: Box, colour: str) -> str:

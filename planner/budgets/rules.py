@@ -114,12 +114,11 @@ def budget_decision_standing(
     )
 
 
-def _approver_organisations(user: User) -> QuerySet[Organisation]:
+def role_organisations(user: User, role: str) -> QuerySet[Organisation]:
+    """The organisations where ``user`` holds ``role`` (every one for a superuser)."""
     if user.is_superuser:
         return Organisation.objects.all()  # superusers hold every role
-    return Organisation.objects.filter(
-        memberships__user__pk=user.pk, memberships__role=Role.APPROVER
-    )
+    return Organisation.objects.filter(memberships__user__pk=user.pk, memberships__role=role)
 
 
 def budget_requests_decidable(
@@ -139,7 +138,7 @@ def budget_requests_decidable(
     return (
         requests.filter(
             state=BudgetState.SUBMITTED,
-            project__organisation__in=_approver_organisations(user),
+            project__organisation__in=role_organisations(user, Role.APPROVER),
         )
         .exclude(budget_authored_by(user.pk))
         .annotate(current_submission=budget_submission_expression())

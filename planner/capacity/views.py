@@ -146,7 +146,7 @@ def status_data(plan: CapacityPlan) -> dict[str, Any]:
     done = round(plan.progress * plan.chunks_total)  # progress is done / total
     live = plan.status == PlanStatus.RUNNING
     messages_by_status: dict[str, str] = {
-        PlanStatus.QUEUED: "Waiting for a worker…",
+        PlanStatus.QUEUED: f"Waiting for a worker: {done} of {plan.chunks_total} chunks done",
         PlanStatus.RUNNING: f"Searching: {done} of {plan.chunks_total} chunks done",
     }
     message = messages_by_status.get(str(plan.status), plan.get_status_display())
@@ -161,6 +161,9 @@ def status_data(plan: CapacityPlan) -> dict[str, Any]:
         "progress": plan.progress,
         "chunks_done": done,
         "chunks_total": plan.chunks_total,
+        # The bar shows the share of chunks done in every state, queued (0 of N) included.
+        "determinate": True,
+        "percent": 100 * done // plan.chunks_total if plan.chunks_total else 0,
         "error": plan.error,
         "finished": plan.is_finished,
         "url": plan.get_absolute_url(),

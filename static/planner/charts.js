@@ -99,7 +99,10 @@
         if (x >= chartArea.left && x <= chartArea.right) {
           ctx.strokeStyle = ctx.fillStyle = "#a66300";
           line(ctx, x, chartArea.top, x, chartArea.bottom);
-          ctx.fillText("deadline", x + 4, chartArea.top + 12);
+          // Left of the line when the right would cut the word off at the chart's edge.
+          const width = ctx.measureText("deadline").width;
+          const left = x + 4 + width > chartArea.right ? x - 4 - width : x + 4;
+          ctx.fillText("deadline", left, chartArea.top + 12);
         }
       }
       if (options.budget != null) {
@@ -218,10 +221,47 @@
     }
   }
 
-  // Label only 1, 2 and 5 times a power of ten on log axes, so the ticks stay readable.
-  function roundTick(value) {
-    const lead = value / Math.pow(10, Math.floor(Math.log10(value)));
-    return [1, 2, 5].some((wanted) => Math.abs(lead - wanted) < 1e-9);
+  // The ticks of a log axis: 1, 2 and 5 times a power of ten, or finer steps where that
+  // gives fewer than four over the range. The axis runs from the tick at or below the smallest
+  // value to the one at or above the largest, so that both ends carry a label and no point
+  // sits on the edge.
+  const LOG_STEPS = [[1, 2, 5], [1, 1.5, 2, 3, 5, 7], [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9]];
+  function logTicks(low, high) {
+    let ticks = [];
+    for (const steps of LOG_STEPS) {
+      const candidates = [];
+      for (let power = Math.floor(Math.log10(low)) - 1; power <= Math.ceil(Math.log10(high)); power++) {
+        for (const step of steps) candidates.push(Number((step * Math.pow(10, power)).toPrecision(12)));
+      }
+      const start = candidates.filter((value) => value <= low * (1 + 1e-9)).pop();
+      const end = candidates.find((value) => value >= high * (1 - 1e-9));
+      ticks = candidates.filter((value) => value >= start && value <= end);
+      if (ticks.length >= 4) break;
+    }
+    return ticks;
+  }
+
+  // A log axis on those ticks, each labelled by ``text`` (its unit included).
+  function logAxis(values, title, text) {
+    const positive = values.filter((value) => value > 0);
+    const ticks = logTicks(Math.min(...positive), Math.max(...positive));
+    return {
+      type: "logarithmic",
+      min: ticks[0],
+      max: ticks[ticks.length - 1],
+      title: { display: true, text: title, font: { weight: "bold" } },
+      afterBuildTicks: (scale) => { scale.ticks = ticks.map((value) => ({ value })); },
+      ticks: { autoSkip: false, maxRotation: 0, callback: (value) => text(value) },
+    };
+  }
+
+  // 250 k, 1.5 M, 2 B: a figure of a log axis, short and never in exponent notation.
+  function shortNumber(value) {
+    const units = [[1e9, "B"], [1e6, "M"], [1e3, "k"]];
+    for (const [size, unit] of units) {
+      if (value >= size) return `${number(2).format(value / size)} ${unit}`;
+    }
+    return number(2).format(value);
   }
 
   function capacityChart(canvas, data) {
@@ -256,10 +296,16 @@
       plugins: [limitLines],
       options: {
         scales: {
-          x: { type: "logarithmic", title: { display: true, text: "Training days (deterministic estimate, log scale)" },
-            ticks: { autoSkip: true, maxRotation: 0, callback: (value) => (roundTick(value) ? days.format(value) : "") } },
-          y: { type: "logarithmic", title: { display: true, text: `Cost (${data.currency}, log scale)` },
-            ticks: { callback: (value) => (roundTick(value) ? compact.format(value) : "") } },
+          x: logAxis(
+            [...data.points.map((p) => p.x), data.deadline_days],
+            "Training days (deterministic estimate, log scale)",
+            (value) => `${shortNumber(value)} d`,
+          ),
+          y: logAxis(
+            [...data.points.map((p) => p.y), ...(data.budget != null ? [data.budget] : [])],
+            `Cost in ${data.currency} (log scale)`,
+            (value) => `${shortNumber(value)} ${data.currency}`,
+          ),
         },
         plugins: {
           legend: { position: "bottom", labels: { boxWidth: 10, font: { size: 11 } } },

@@ -10,8 +10,9 @@
   function show(widget, data) {
     const bar = widget.querySelector(".progress");
     // A percentage only while a worker is on the run: waiting or lost, it would look frozen.
-    const live = data.state === "running" || data.finished;
-    const percent = live ? Math.round((data.progress || 0) * 100) : 0;
+    // A capacity plan's share of chunks done is known in every state ("determinate").
+    const live = data.determinate || data.state === "running" || data.finished;
+    const percent = data.percent != null ? data.percent : live ? Math.round((data.progress || 0) * 100) : 0;
     widget.dataset.runState = data.state;
     bar.classList.toggle("indeterminate", !live);
     bar.classList.toggle("failed", data.status === "failed");

@@ -235,3 +235,56 @@ def test_tornado_days_chart_says_the_price_has_no_effect() -> None:
 def test_tornado_refuses_an_unknown_metric() -> None:
     with pytest.raises(ValueError, match="metric"):
         tornado_svg(TORNADO, metric="gpu_hours")
+
+
+def _circles(root: ET.Element) -> list[tuple[float, float]]:
+    return [
+        (float(c.get("cx", "")), float(c.get("cy", ""))) for c in root.findall("svg:circle", NS)
+    ]
+
+
+def test_the_axes_are_scaled_to_the_chosen_run_and_a_far_alternative_is_noted() -> None:
+    chosen = CostPoint("Llama 3 8B on 64 H100", Spread(20, 25, 30), Spread(80e3, 100e3, 120e3))
+    near = CostPoint("Llama 3 8B on 64 A100", Spread(40, 50, 70), Spread(150e3, 180e3, 260e3))
+    far = CostPoint(
+        "Llama 3.1 405B on 64 H100", Spread(900, 1_200, 1_500), Spread(20e6, 25e6, 31e6)
+    )
+    svg = cost_versus_days([chosen, near, far], "USD")
+    root = ET.fromstring(svg)  # noqa: S314 (our own output)
+    circles = _circles(root)
+    assert len(circles) == 2  # the 405B run is not drawn
+    # The axes end at the nice ceilings of the drawn P90s (70 days, 260 k USD), which are
+    # within three times the chosen run's P90 (90 days, 360 k USD).
+    x_top, y_top = 100.0, 500_000.0
+    plot_w, plot_h = WIDTH - MARGIN_LEFT - MARGIN_RIGHT, HEIGHT - MARGIN_TOP - MARGIN_BOTTOM
+    assert circles[0][0] == round(MARGIN_LEFT + plot_w * 25 / x_top, 1)
+    assert circles[0][1] == round(MARGIN_TOP + plot_h * (1 - 100e3 / y_top), 1)
+    # The chosen run is a quarter of the way along, not a dot at the origin.
+    assert circles[0][0] - MARGIN_LEFT > plot_w / 5
+    note = [text.text or "" for text in root.findall("svg:text[@class='off-chart']", NS)]
+    assert note[0].startswith("Off the chart (beyond 3 times the chosen run's P90)")
+    assert note[1] == "Llama 3.1 405B on 64 H100: 1,200 days, 25M USD"
+    width, height = _viewbox(root)
+    assert height > HEIGHT
+    for box in _text_boxes(root, "off-chart"):
+        assert _inside(box, width, height), box
+
+
+def test_a_bar_reaching_past_the_focus_is_cut_at_the_axis_end() -> None:
+    chosen = CostPoint("chosen", Spread(9, 10, 11), Spread(90, 100, 110))
+    wide = CostPoint("uncertain", Spread(10, 30, 200), Spread(100, 150, 900))
+    root = ET.fromstring(cost_versus_days([chosen, wide], "USD"))  # noqa: S314 (our own output)
+    assert len(_circles(root)) == 2  # its P50s are within 3 x the chosen P90s: drawn
+    right = max(float(line.get("x2", "0")) for line in root.findall("svg:line", NS))
+    assert right <= WIDTH - MARGIN_RIGHT
+    assert root.findall("svg:text[@class='off-chart']", NS) == []
+
+
+def test_runs_close_to_the_chosen_one_leave_nothing_off_the_chart() -> None:
+    points = [
+        CostPoint("A", Spread(40, 50, 60), Spread(80, 100, 130)),
+        CostPoint("B", Spread(20, 25, 30), Spread(150, 180, 200)),
+    ]
+    root = ET.fromstring(cost_versus_days(points, "USD"))  # noqa: S314 (our own output)
+    assert len(_circles(root)) == 2
+    assert _viewbox(root)[1] == HEIGHT
