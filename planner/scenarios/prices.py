@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 
+from lib.money import price_per_hour_text as money_per_gpu_hour
 from organisations.models import Organisation
 from planner.scenarios.budget_figures import HOURS_PER_MONTH, commitment_minimum
 from planner.scenarios.models import PriceSource, Scenario
@@ -118,15 +119,6 @@ def device_word(family: str | None) -> str:
     if family is None or family.startswith(GPU_FAMILY_PREFIXES):
         return "GPU"
     return "chip" if family in CHIP_FAMILIES else "accelerator"
-
-
-def money_per_gpu_hour(amount: Decimal, currency: str, device: str = "GPU") -> str:
-    """``3.43088125`` as ``3.4309 USD/GPU-h``, ``2.9500`` as ``2.95 USD/GPU-h``.
-
-    ``device`` names the accelerator (:func:`device_word`): ``4.2 USD/chip-h`` for a TPU.
-    """
-    text = f"{amount:,.4f}"
-    return f"{text[:-2] if text.endswith('00') else text} {currency}/{device}-h"
 
 
 class PriceDescription[P: (PriceEntry, VendorQuote, OnPremProfile)](ABC):
