@@ -2,8 +2,9 @@
 
 :func:`run_warnings` reads a finished run's stored estimate and budget, its price record and
 the project: the run does not fit in memory, its figures come from an estimator family with
-no measurements, its price carries a data-quality flag, its price book is stale, or its P90
-cost is above the project's budget ceiling. The run page, the budget form, the request page,
+no measurements, its price carries a data-quality flag, its price book is stale, its vendor
+quote is an example (not a real offer) or has expired, or its P90 cost is above the project's
+budget ceiling. The run page, the budget form, the request page,
 the API and the snapshot document all call it; :func:`warnings_override_check` is the one
 rule that refuses a budget resting on a blocking warning unless the requester says why.
 """
@@ -25,7 +26,7 @@ from planner.common.errors import PlannerError
 from planner.scenarios.models import EstimationRun, Project
 from planner.scenarios.prices import PriceObject, price_get, prices_get
 from pricing.errors import PricingError
-from pricing.models import PriceEntry
+from pricing.models import PriceEntry, VendorQuote
 from pricing.selectors import money_convert
 
 Severity = Literal["block", "warn"]
@@ -38,6 +39,8 @@ PRICE_FLAGGED = "price_flagged"
 PRICE_BOOK_STALE = "price_book_stale"
 ABOVE_CEILING = "above_ceiling"
 CEILING_UNCHECKED = "ceiling_unchecked"
+QUOTE_EXAMPLE = "quote_example"
+QUOTE_EXPIRED = "quote_expired"
 
 #: A warning in two or three words, for a badge in a table row.
 LABELS = {
@@ -47,6 +50,8 @@ LABELS = {
     PRICE_BOOK_STALE: "stale price book",
     ABOVE_CEILING: "above ceiling",
     CEILING_UNCHECKED: "ceiling unchecked",
+    QUOTE_EXAMPLE: "example quote",
+    QUOTE_EXPIRED: "expired quote",
 }
 
 #: How the estimator words a family without measurements (``estimator.core.estimate``).
@@ -110,6 +115,7 @@ def run_warnings(
         *_calibration_warnings(result),
         _flag_warning(price),
         _stale_warning(price, today),
+        *_quote_warnings(price, today),
         _ceiling_warning(budget, project, today),
     ]
     warnings = [warning for warning in found if warning is not None]
@@ -184,6 +190,33 @@ def _stale_warning(price: PriceObject | None, today: date) -> BudgetWarning | No
         f"price book '{book.name}' fetched {fetched:%Y-%m-%d}, {days} days ago (stale after "
         f"{settings.PRICE_BOOK_STALE_DAYS} days): check the price still holds",
     )
+
+
+def _quote_warnings(price: PriceObject | None, today: date) -> list[BudgetWarning]:
+    """A quote marked as an example is no offer to fund; an expired one no longer holds."""
+    if not isinstance(price, VendorQuote):
+        return []
+    found = []
+    name = f"{price.vendor} {price.reference}".strip()
+    if price.is_example:
+        found.append(
+            BudgetWarning(
+                QUOTE_EXAMPLE,
+                WARN,
+                f"the quote ({name}) is an example, not a real offer: get a real quote "
+                "before money is committed on it",
+            )
+        )
+    if price.validity_on(today) == "expired":
+        found.append(
+            BudgetWarning(
+                QUOTE_EXPIRED,
+                WARN,
+                f"the quote ({name}) expired on {price.valid_until:%Y-%m-%d}: ask the vendor "
+                "whether its price still holds",
+            )
+        )
+    return found
 
 
 def _ceiling_warning(
