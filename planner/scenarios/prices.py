@@ -359,6 +359,7 @@ def price_snapshot(scenario: Scenario) -> dict[str, Any]:
         **pricing_type,
         "price_per_gpu_hour": str(described.price_per_gpu_hour),
         "currency": described.currency,
+        "provider": _provider_name(price),
         **_snapshot_origin(price),
         **_snapshot_commitment(price, scenario.num_gpus),
     }
@@ -426,6 +427,15 @@ def _snapshot_commitment(price: PriceObject, num_gpus: int) -> dict[str, Any]:
             f"the quote's {price.accelerator_count} accelerators",
         )
     return {}
+
+
+def _provider_name(price: PriceObject) -> str:
+    """Who bills the run: the provider, the quote's vendor, the on-prem profile."""
+    if isinstance(price, PriceEntry):
+        return price.provider.name
+    if isinstance(price, VendorQuote):
+        return price.provider.name if price.provider is not None else price.vendor
+    return f"on-prem profile '{price.name}'"
 
 
 def _snapshot_origin(price: PriceObject) -> dict[str, Any]:

@@ -337,7 +337,8 @@ def _bill_rows(context: dict[str, Any]) -> list[list[Any]]:
         for line in bill.get("lines", [])
     ]
     if bill:
-        rows.append(["Total of the priced lines", None, "", None, Decimal(bill["total"]), True, ""])
+        label = bill.get("total_label") or "Total of priced lines"
+        rows.append([label, None, "", None, Decimal(bill["total"]), True, ""])
     return rows
 
 

@@ -248,6 +248,8 @@ def run_bill(run: EstimationRun, result: dict[str, Any], budget: dict[str, Any])
         energy_kwh=Decimal(budget["energy_kwh"]),
         currency=run.price["currency"],
         carbon_gco2e_per_kwh=_grid(run.price),
+        run_days=float(budget["training_days"]["p50"]),
+        priced_by=run.price.get("provider") or run.price["label"],
     ).as_json()
     stated = spec.get("data_pipeline") or {}
     bill["input_pipeline"] = input_pipeline(

@@ -39,6 +39,7 @@ from pricing.models import PriceEntry
 from tests.planner.conftest import (
     example_quote,
     list_price,
+    quote_scenario,
     small_spec,
     too_big_scenario,
     too_big_spec,
@@ -252,14 +253,7 @@ def on_example_quote(
     prices: None, project: Project, requester: User, django_capture_on_commit_callbacks: Any
 ) -> EstimationRun:
     """64 H100 on the demo's example quote (256 H100 for 12 months)."""
-    scenario = scenario_create(
-        user=requester,
-        project=project,
-        name="on the example quote",
-        spec=small_spec("H100-SXM", 64),
-        price_source="vendor_quote",
-        price=example_quote(),
-    )
+    scenario = quote_scenario(project, requester)
     return _run(scenario, requester, django_capture_on_commit_callbacks)
 
 
