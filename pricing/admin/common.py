@@ -3,20 +3,18 @@ listing and changing records by organisation (:class:`OrganisationScopedAdmin`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import ValidationError
 from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from lib.money import decimal_trimmed, money_text, price_per_hour_text, unit_price_text
 from pricing import access
-from pricing.errors import PricingError
+from pricing.forms import service_errors_as_form_errors as _as_form_errors
 from pricing.models import (
     PriceBook,
 )
@@ -57,15 +55,6 @@ def amount_text(amount: Decimal | None, currency: str) -> str:
 def usage_price_text(amount: Decimal | None, currency: str, unit: str) -> str:
     """A storage or egress price as the admin lists it: ``0.023 USD/GB-month``."""
     return "-" if amount is None else unit_price_text(amount, currency, unit)
-
-
-def _as_form_errors(form: forms.ModelForm, check: Callable[[], Any]) -> None:
-    """Run a service check; show a ``PricingError`` on its field, or on the form."""
-    try:
-        check()
-    except PricingError as error:
-        field = error.field if error.field in form.fields else None
-        form.add_error(field, ValidationError(error.message))
 
 
 def _changes(form: forms.ModelForm, allowed: tuple[str, ...]) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pricing.admin.common import (
     amount_text,
     per_hour_text,
 )
+from pricing.forms import QUOTE_FORM_FIELDS, QuoteChecks
 from pricing.models import (
     ExchangeRate,
     OnPremProfile,
@@ -27,23 +28,17 @@ from pricing.models import (
     VendorQuote,
 )
 from pricing.services.onprem import PROFILE_FIELDS, onprem_inputs_from
-from pricing.services.quotes import QUOTE_FIELDS, quote_values_check
+from pricing.services.quotes import QUOTE_FIELDS
 from pricing.services.rates import exchange_rate_values_check
 from pricing.tco import onprem_inputs_check
 
 # --- Quotes, on-prem profiles, exchange rates -----------------------------------------------
 
 
-class VendorQuoteForm(forms.ModelForm):
+class VendorQuoteForm(QuoteChecks):
     class Meta:
         model = VendorQuote
-        fields = ["organisation", *(name for name in QUOTE_FIELDS if name != "price_basis")]
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        values = {name: cleaned.get(name) for name in QUOTE_FIELDS}
-        _as_form_errors(self, lambda: quote_values_check(values))
-        return cleaned
+        fields = ["organisation", *QUOTE_FORM_FIELDS]
 
 
 @admin.register(VendorQuote)
