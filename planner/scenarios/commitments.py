@@ -22,10 +22,23 @@ from decimal import Decimal
 from typing import Any
 
 from lib.money import grouped, money_text, price_per_hour_text
+from planner.scenarios.bill import DAYS_PER_MONTH
 
 
 def _share(value: float) -> str:
     return f"{grouped(Decimal(repr(value * 100)), 1)} %"
+
+
+def _length(budget: Mapping[str, Any] | None, term_months: int) -> str:
+    """`` The run takes 130 days (4.3 months) of the 12-month term.``; ``""`` unknown."""
+    days = ((budget or {}).get("training_days") or {}).get("p50")
+    if days is None:
+        return ""
+    months = float(days) / DAYS_PER_MONTH
+    return (
+        f" The run takes {grouped(Decimal(repr(float(days))), 0)} days "
+        f"({grouped(Decimal(repr(months)), 1)} months) of the {term_months}-month term."
+    )
 
 
 def commitment_of(price: Mapping[str, Any], budget: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -74,7 +87,8 @@ def commitment_sentences(
     used = f"{grouped(Decimal(use['used_gpu_hours']), 0)} {device}-hours"
     sentences = [
         f"Commitment: {spend} minimum spend for {use['accelerators']:,} {device}s x "
-        f"{use['term_months']} months ({hours}), owed whether or not they are used.",
+        f"{use['term_months']} months ({hours}), owed whether or not they are used."
+        + _length(budget, use["term_months"]),
         f"This run uses {used} (P50), {_share(use['used_share'])} of it; "
         f"{_share(use['idle_share'])} is idle unless other work uses it.",
     ]

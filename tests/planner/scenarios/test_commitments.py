@@ -84,6 +84,8 @@ def test_the_run_page_shows_a_commitment_not_an_hourly_price(
     assert "owed whether or not they are used" in body
     assert "the whole 4,709,376 USD is its cost" in body
     assert "256 GPUs x 12 months (2,242,560 GPU-hours)" in body
+    days = float((on_quote.budget or {})["training_days"]["p50"])
+    assert f"({days / (730 / 24):.1f} months) of the 12-month term" in body
     assert "at 2.1 USD per GPU-hour" not in body  # the cost per million tokens' old note
 
 
