@@ -150,3 +150,13 @@ def test_the_price_picker_names_the_commitment_and_its_term(
         "4,709,376 USD commitment: 256 GPUs x 12 months = 2,242,560 GPU-h, owed in full however "
         "short the run (2.10 USD/GPU-h only if all used)"
     ) in body
+
+
+def test_the_scenario_page_shows_its_quote_as_a_commitment(
+    prices: None, project: Project, requester: User
+) -> None:
+    scenario = quote_scenario(project, requester)
+    page = _client(requester).get(scenario.get_absolute_url()).content.decode()
+    assert "4,709,376 USD commitment, 12 months" in page
+    assert "the quote&#x27;s 256 accelerators for 12 months" in page
+    assert "if every committed hour is used" in page
