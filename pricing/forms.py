@@ -1,20 +1,33 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from lib.actors import Actor
 from organisations.models import Organisation
 from pricing.access import UNSET, pricing_admin_organisations, visible
-from pricing.models import OnPremProfile, PriceBook
+from pricing.errors import PricingError
+from pricing.models import OnPremProfile, PriceBook, VendorQuote
 from pricing.services.onprem import GRID_FIELD, PROFILE_FIELDS
+from pricing.services.quotes import QUOTE_FIELDS, quote_values_check
 
 MAX_UPLOAD_BYTES = 5 * 1024 * 1024
 #: When prices were fetched, written and read as ISO whatever the locale (``03/04/2026`` is
 #: April in one locale and March in another); a bare date means midnight.
 FETCHED_AT_FORMAT = "%Y-%m-%d %H:%M"
 FETCHED_AT_INPUT_FORMATS = (FETCHED_AT_FORMAT, "%Y-%m-%d %H:%M:%S", "%Y-%m-%d")
+
+
+def service_errors_as_form_errors(form: forms.BaseForm, check: Callable[[], Any]) -> None:
+    """Run a service check; show a ``PricingError`` on its field, or on the form."""
+    try:
+        check()
+    except PricingError as error:
+        field = error.field if error.field in form.fields else None
+        form.add_error(field, ValidationError(error.message))
 
 
 def _organisation_field() -> forms.ModelChoiceField:
@@ -135,3 +148,80 @@ class OnPremProfileSaveForm(forms.ModelForm):
     def requested_organisation(self) -> Any:
         """The organisation picked, or ``pricing.access.UNSET`` when none was."""
         return self.cleaned_data.pop("organisation", None) or UNSET
+
+
+#: The quote's fields a form edits: all but the price basis, which the service derives.
+QUOTE_FORM_FIELDS = [name for name in QUOTE_FIELDS if name != "price_basis"]
+
+
+class QuoteChecks(forms.ModelForm):
+    """A vendor quote's form, checked by the service's own rules (``quote_values_check``, as
+    the API and the CSV import are): the admin's form and the quote page's share it."""
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        values = {name: cleaned.get(name) for name in QUOTE_FIELDS}
+        if values.get("total_price") is not None and (
+            "price_per_accelerator_hour" not in self.changed_data
+        ):
+            values["price_per_accelerator_hour"] = None  # derived from the total again
+        service_errors_as_form_errors(self, lambda: quote_values_check(values))
+        if not self.errors:
+            cleaned["price_per_accelerator_hour"] = values["price_per_accelerator_hour"]
+        return cleaned
+
+
+class QuoteForm(QuoteChecks):
+    """A quote as a pricing admin enters it on the quotes page: a price per accelerator-hour,
+    or a total for a term (a commitment), with its validity."""
+
+    class Meta:
+        model = VendorQuote
+        fields = QUOTE_FORM_FIELDS
+        widgets = {
+            "valid_from": forms.DateInput(attrs={"type": "date"}),
+            "valid_until": forms.DateInput(attrs={"type": "date"}),
+            "terms": forms.Textarea(attrs={"rows": 3}),
+        }
+        labels = {
+            "accelerator_count": "Accelerators",
+            "price_per_accelerator_hour": "Price per accelerator-hour",
+            "total_price": "Total for the term (the commitment)",
+            "term_months": "Term (months)",
+            "is_example": "An example, not a real offer",
+        }
+        help_texts = {
+            "price_per_accelerator_hour": (
+                "Leave empty when you give a total for the term: it is derived as "
+                "total / (accelerators x months x 730 h)."
+            ),
+            "total_price": (
+                "What the vendor bills for the whole term, owed however little of it is "
+                "used; needs the term."
+            ),
+            "is_example": "Budgets on an example quote are warned.",
+        }
+
+    organisation = _organisation_field()
+
+    def __init__(self, *args: Any, user: Actor, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        price = self.fields["price_per_accelerator_hour"]
+        price.required = False
+        if self.instance.pk is not None:
+            del self.fields["organisation"]  # a quote never moves to another organisation
+        else:
+            organisation_field_limit(self, user)
+
+    def requested_organisation(self) -> Any:
+        """The organisation picked, or ``pricing.access.UNSET`` when none was."""
+        return self.cleaned_data.pop("organisation", None) or UNSET
+
+    def quote_values(self) -> dict[str, Any]:
+        """The values for ``quote_create``."""
+        return {name: self.cleaned_data.get(name) for name in QUOTE_FIELDS}
+
+    def quote_changes(self) -> dict[str, Any]:
+        """The changed values for ``quote_update`` (which derives the price from a total)."""
+        changed = [name for name in self.changed_data if name in QUOTE_FIELDS]
+        return {name: self.cleaned_data[name] for name in changed}

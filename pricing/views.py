@@ -16,12 +16,13 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from lib.money import money_text, price_per_hour_text
 from lib.text import nul_problem
 from pricing import access, selectors, services
 from pricing.api.serializers import OnPremCostOutput, onprem_cost_data
 from pricing.errors import CsvImportError, PricingError, PricingNotAllowed
-from pricing.forms import CsvUploadForm, OnPremProfileSaveForm
-from pricing.models import PRECISIONS, Accelerator, OnPremProfile, PriceBook
+from pricing.forms import CsvUploadForm, OnPremProfileSaveForm, QuoteForm
+from pricing.models import PRECISIONS, Accelerator, OnPremProfile, PriceBook, VendorQuote
 from pricing.selectors import PriceRange
 
 DISPLAY_CURRENCY = "USD"
@@ -214,13 +215,89 @@ def price_book_publish(request: HttpRequest, pk: int) -> HttpResponse:
 # --- Quotes ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class QuoteRow:
+    """A quote as the list shows it, its money in the currency's format."""
+
+    quote: VendorQuote
+    validity: str
+    may_change: bool
+
+    @property
+    def price_text(self) -> str:
+        return price_per_hour_text(self.quote.price_per_accelerator_hour, self.quote.currency)
+
+    @property
+    def commitment_text(self) -> str:
+        total = self.quote.total_price
+        return "" if total is None else money_text(total, self.quote.currency)
+
+
 @login_required
 @require_GET
 def quote_list(request: HttpRequest) -> HttpResponse:
     today = timezone.localdate()
     listed = selectors.quote_list(viewer=request.user)
-    quotes = [(quote, quote.validity_on(today)) for quote in listed]
-    return render(request, "pricing/quote_list.html", {"quotes": quotes, "today": today})
+    mine = set(access.pricing_admin_organisations(request.user).values_list("pk", flat=True))
+    quotes = [
+        QuoteRow(quote, quote.validity_on(today), quote.organisation_id in mine) for quote in listed
+    ]
+    context = {"quotes": quotes, "today": today, "is_pricing_admin": _is_pricing_admin(request)}
+    return render(request, "pricing/quote_list.html", context)
+
+
+def _quote_or_404(request: HttpRequest, pk: int) -> VendorQuote:
+    """A quote the user sees and may change: another organisation's is a 404, one the user
+    only reads a 403."""
+    quote = get_object_or_404(selectors.quote_list(viewer=request.user), pk=pk)
+    if not access.may_change(request.user, quote):
+        raise PermissionDenied("Only a pricing admin of its organisation may change this quote.")
+    return quote
+
+
+def _quote_form_page(request: HttpRequest, form: QuoteForm, quote: VendorQuote | None) -> Any:
+    context = {"form": form, "quote": quote, "csv_columns": services.QUOTE_CSV_COLUMNS}
+    return render(request, "pricing/quote_form.html", context, status=400 if form.errors else 200)
+
+
+def _quote_save(request: HttpRequest, form: QuoteForm, quote: VendorQuote | None) -> VendorQuote:
+    if quote is not None:
+        return services.quote_update(quote=quote, user=request.user, **form.quote_changes())
+    organisation = access.write_organisation(
+        request.user, form.requested_organisation(), public_allowed=False
+    )
+    assert organisation is not None
+    return services.quote_create(
+        user=request.user, organisation=organisation, **form.quote_values()
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@pricing_admin_required
+def quote_edit(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    """Enter a quote, or change one, with the rules the API and the CSV import apply; a
+    refused value is shown on its field."""
+    quote = _quote_or_404(request, pk) if pk is not None else None
+    form = QuoteForm(request.POST or None, instance=quote, user=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            saved = _quote_save(request, form, quote)
+        except PricingError as error:
+            form.add_error(error.field if error.field in form.fields else None, error.message)
+        else:
+            messages.success(request, f"Saved the quote from {saved.vendor}.")
+            return redirect("pricing:quote-list")
+    return _quote_form_page(request, form, quote)
+
+
+@require_POST
+@pricing_admin_required
+def quote_expire(request: HttpRequest, pk: int) -> HttpResponse:
+    """End a quote's validity today: it can no longer be chosen, and budgets on it are warned."""
+    quote = _quote_or_404(request, pk)
+    services.quote_expire(quote=quote, on=timezone.localdate(), user=request.user)
+    messages.success(request, f"The quote from {quote.vendor} has expired as of today.")
+    return redirect("pricing:quote-list")
 
 
 # --- CSV import -----------------------------------------------------------------------------

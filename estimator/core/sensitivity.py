@@ -146,6 +146,7 @@ def sensitivity(
     baseline: Mapping[str, Any] | None = None,
     price_range: float = PRICE_RANGE,
     tokens_range: float = TOKENS_RANGE,
+    minimum_cost: float = 0.0,
 ) -> dict[str, Any]:
     """Training days and cost with each uncertain input, alone, at the ends of its range.
 
@@ -160,8 +161,10 @@ def sensitivity(
       restarts, evaluation, ramp-up, stragglers, idle allocation), rate_0 the published
       interruption rate :data:`~estimator.core.goodput.FAILURES_PER_DEVICE_HOUR`, r its
       multiplier and w the whole-run spread;
-    * GPU-hours = 24 days x num_gpus and cost = GPU-hours x price (the price covers every
-      GPU for the whole wall clock, as :mod:`planner.scenarios.budget_figures` prices a run; no
+    * GPU-hours = 24 days x num_gpus and cost = max(GPU-hours x price, ``minimum_cost``) (the
+      price covers every GPU for the whole wall clock, as
+      :mod:`planner.scenarios.budget_figures` prices a run; a committed price is owed in
+      full however short the run, so no input, the price included, moves the cost below its
       minimum spend).
 
     Central values are the medians of the Monte Carlo's distributions (module docstring):
@@ -195,6 +198,8 @@ def sensitivity(
         :func:`estimate` of this very scenario, when the caller already has it.
     price_range, tokens_range : float
         Half-widths of the price's and the tokens' ranges, shares in [0, 1). [1]
+    minimum_cost : float
+        A commitment's minimum spend, >= 0: the least any case costs. [currency]
 
     Returns
     -------
@@ -210,8 +215,8 @@ def sensitivity(
           ``low_value``, ``central_value`` and ``high_value`` (the input, low <= high),
           ``training_days`` and ``cost`` (each ``[at_low, at_high]``), ``swing_days`` and
           ``swing_cost`` (the absolute difference of the pair);
-        * ``price_per_gpu_hour``, ``price_range``, ``tokens_range`` and ``z`` (1.2816),
-          the settings used.
+        * ``price_per_gpu_hour``, ``price_range``, ``tokens_range``, ``minimum_cost`` and
+          ``z`` (1.2816), the settings used.
 
     Raises
     ------
@@ -223,6 +228,9 @@ def sensitivity(
     if price < 0.0:
         raise ScenarioError("price_per_gpu_hour", f"must not be negative, got {price:g}")
     price_range = _share("price_range", price_range)
+    floor = _number("minimum_cost", minimum_cost)
+    if floor < 0.0:
+        raise ScenarioError("minimum_cost", f"must not be negative, got {floor:g}")
     tokens_range = _share("tokens_range", tokens_range)
     if uncertainty is not None and not isinstance(uncertainty, Uncertainty):
         raise ScenarioError("uncertainty", f"must be an Uncertainty, got {uncertainty!r}")
@@ -242,7 +250,7 @@ def sensitivity(
         columns[key][2 * index + 1] = ranges[key][0]
         columns[key][2 * index + 2] = ranges[key][2]
     days, gpu_hours = _evaluate(valid, result, columns)
-    cost = cost_of(gpu_hours, columns["price"])
+    cost = np.maximum(cost_of(gpu_hours, columns["price"]), floor)
 
     inputs: list[dict[str, Any]] = []
     for index, (key, label, unit) in enumerate(INPUTS):
@@ -272,6 +280,7 @@ def sensitivity(
         "price_per_gpu_hour": price,
         "price_range": price_range,
         "tokens_range": tokens_range,
+        "minimum_cost": floor,
         "z": Z_P90,
     }
 

@@ -99,6 +99,7 @@ def _run_summary(run: EstimationRun) -> dict[str, Any]:
         "price": run.price,
         "currency": budget.get("currency"),
         "cost": budget.get("cost"),
+        "commitment": budget.get("commitment"),
         "converted": budget.get("converted"),
         "training_days": budget.get("training_days"),
         "gpu_hours": budget.get("gpu_hours"),

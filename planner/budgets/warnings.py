@@ -2,9 +2,10 @@
 
 :func:`run_warnings` reads a finished run's stored estimate and budget, its price record and
 the project: the run does not fit in memory, its figures come from an estimator family with
-no measurements, its price carries a data-quality flag, its price book is stale, its P90
-cost is above the project's budget ceiling, or it misses the project's deadline (blocking at
-P50, a note at P90 only). The run page, the budget form, the request page,
+no measurements, its price carries a data-quality flag, its price book is stale, its vendor
+quote is an example (not a real offer) or has expired, its P90 cost is above the project's
+budget ceiling, or it misses the project's deadline (blocking at P50, a note at P90 only).
+The run page, the budget form, the request page,
 the API and the snapshot document all call it; :func:`warnings_override_check` is the one
 rule that refuses a budget resting on a blocking warning unless the requester says why.
 """
@@ -28,7 +29,7 @@ from planner.scenarios.deadline import run_deadline
 from planner.scenarios.models import EstimationRun, Project
 from planner.scenarios.prices import PriceObject, price_get, prices_get
 from pricing.errors import PricingError
-from pricing.models import PriceEntry
+from pricing.models import PriceEntry, VendorQuote
 from pricing.selectors import money_convert
 
 Severity = Literal["block", "warn"]
@@ -43,6 +44,8 @@ ABOVE_CEILING = "above_ceiling"
 CEILING_UNCHECKED = "ceiling_unchecked"
 MISSES_DEADLINE = "misses_deadline"
 DEADLINE_AT_RISK = "deadline_at_risk"
+QUOTE_EXAMPLE = "quote_example"
+QUOTE_EXPIRED = "quote_expired"
 
 #: A warning in two or three words, for a badge in a table row.
 LABELS = {
@@ -54,6 +57,8 @@ LABELS = {
     CEILING_UNCHECKED: "ceiling unchecked",
     MISSES_DEADLINE: "misses deadline",
     DEADLINE_AT_RISK: "late at P90",
+    QUOTE_EXAMPLE: "example quote",
+    QUOTE_EXPIRED: "expired quote",
 }
 
 #: What :func:`run_warnings` checks, in words, for a pack that found nothing to warn of.
@@ -62,6 +67,7 @@ CHECKED = (
     "estimator calibration",
     "the price's data-quality flag",
     "the price book's age",
+    "whether a vendor quote is an example or has expired",
     "the project's budget ceiling",
     "the project's deadline (at P50 and P90)",
 )
@@ -127,6 +133,7 @@ def run_warnings(
         *_calibration_warnings(result),
         _flag_warning(price),
         _stale_warning(price, today),
+        *_quote_warnings(price, today),
         _ceiling_warning(budget, project, today),
         _deadline_warning(run, project, today),
     ]
@@ -202,6 +209,33 @@ def _stale_warning(price: PriceObject | None, today: date) -> BudgetWarning | No
         f"price book '{book.name}' fetched {fetched:%Y-%m-%d}, {days} days ago (stale after "
         f"{settings.PRICE_BOOK_STALE_DAYS} days): check the price still holds",
     )
+
+
+def _quote_warnings(price: PriceObject | None, today: date) -> list[BudgetWarning]:
+    """A quote marked as an example is no offer to fund; an expired one no longer holds."""
+    if not isinstance(price, VendorQuote):
+        return []
+    found = []
+    name = f"{price.vendor} {price.reference}".strip()
+    if price.is_example:
+        found.append(
+            BudgetWarning(
+                QUOTE_EXAMPLE,
+                WARN,
+                f"the quote ({name}) is an example, not a real offer: get a real quote "
+                "before money is committed on it",
+            )
+        )
+    if price.validity_on(today) == "expired":
+        found.append(
+            BudgetWarning(
+                QUOTE_EXPIRED,
+                WARN,
+                f"the quote ({name}) expired on {price.valid_until:%Y-%m-%d}: ask the vendor "
+                "whether its price still holds",
+            )
+        )
+    return found
 
 
 def _ceiling_warning(

@@ -4,14 +4,18 @@ Each line has a quantity, a unit price, an amount rounded half up to the cent
 (:func:`planner.scenarios.budget_figures.money`) and its formula written out with the figures:
 
 * **checkpoint storage** = checkpoint size x checkpoints kept x months stored x price per
-  GB-month. The checkpoint holds the weights of every saved parameter and the optimizer
-  state of every trained one, at the bytes per parameter of the memory model
+  GB-month, where the months stored are the run's length (P50 training days / (730 h / 24 h),
+  the month the quotes bill) plus the retention period after it (3 months unless stated):
+  checkpoints are written from the first day and kept after the last. The checkpoint holds
+  the weights of every saved parameter and the optimizer state of every trained one, at the
+  bytes per parameter of the memory model
   (:func:`estimator.core.memory.bytes_per_parameter` for the run's precision, optimizer,
   method and master copy): 2 B of 16-bit weights + 12 B of fp32 master copy and Adam
   moments = 14 B a parameter for mixed-precision AdamW, the size the whole-run model
   writes (:data:`estimator.core.goodput.CHECKPOINT_BYTES_PER_PARAMETER`). LoRA saves its
   adapters only (the frozen base is read back from the original model);
-* **data-set storage** = tokens x bytes per token x months stored x price per GB-month;
+* **data-set storage** = tokens x bytes per token x months stored x price per GB-month (the
+  same months: the data set is read throughout the run);
 * **egress of the final weights** = saved parameters x 2 B (a 16-bit export) x price per GB;
 * **energy** = energy [kWh] x tariff, where an on-prem profile gives a tariff. The price of
   an on-prem GPU-hour already holds its power (:mod:`pricing.tco`), and a cloud price pays
@@ -22,8 +26,9 @@ Each line has a quantity, a unit price, an amount rounded half up to the cent
 
 A GB is what the clouds bill as one, 2^30 bytes (AWS's GB-month examples, Google Cloud's
 GiB; Azure is taken to bill alike). A line whose price the book lacks keeps its quantity
-and has no amount, with a note saying which price is missing. The total is the sum of the
-priced lines that count towards it.
+and has no amount, with a note saying "no price" and whose price is missing. The total is the
+sum of the priced lines that count towards it, and its label says which lines it leaves out
+("Total of priced lines; storage and egress have no price from Example Compute Ltd").
 
 :func:`input_pipeline` sizes what the input pipeline must deliver to one node: the tokens
 per second its accelerators train on and the read bandwidth that takes, with a warning
@@ -40,14 +45,16 @@ from typing import Any
 from estimator.core import memory
 from estimator.core.constants import HALF_PRECISION_BYTES
 from planner.common.errors import PlannerError
-from planner.scenarios.budget_figures import money
+from planner.scenarios.budget_figures import HOURS_PER_MONTH, money
 
 #: Bytes the clouds bill as one GB (AWS, Google Cloud and Azure count 2^30). [B]
 BILLED_GB_BYTES = 2**30
 #: Checkpoints kept once the run is over (the last few, to resume or compare). [1]
 DEFAULT_CHECKPOINTS_KEPT = 5
-#: Months the checkpoints and the data set stay stored. [month]
-DEFAULT_MONTHS_STORED = 3.0
+#: Months the checkpoints and the data set stay stored once the run is over. [month]
+DEFAULT_RETENTION_MONTHS = 3.0
+#: Days in a billed month: 730 h / 24 h, the month the quotes and commitments count. [d]
+DAYS_PER_MONTH = float(HOURS_PER_MONTH) / 24.0
 #: Bytes a token takes in storage: ~4 characters of UTF-8 text per token for English BPE
 #: tokenizers (OpenAI's rule of thumb), and as much as a pre-tokenized uint32 id. [B]
 DEFAULT_BYTES_PER_TOKEN = 4.0
@@ -57,8 +64,8 @@ EXPORT_BYTES_PER_PARAMETER = HALF_PRECISION_BYTES
 GRAMS_PER_TONNE = 1_000_000.0
 BITS_PER_BYTE = 8.0
 
-#: The lines priced from the price book's usage prices (storage, egress).
-BOOK_PRICED = ("checkpoint_storage", "dataset_storage", "egress")
+#: The lines priced from the price book's usage prices, and the price each needs.
+BOOK_PRICED = {"checkpoint_storage": "storage", "dataset_storage": "storage", "egress": "egress"}
 
 _GB = Decimal(BILLED_GB_BYTES)
 
@@ -147,6 +154,7 @@ class WholeBill:
     total: Decimal
     checkpoint: CheckpointSize
     assumptions: dict[str, Any]
+    priced_by: str = "the price book"
 
     def line(self, key: str) -> BillLine:
         """The line of ``key``; KeyError for a key the bill has no line of."""
@@ -160,13 +168,25 @@ class WholeBill:
         """Keys of the lines priced from the book that it has no price for."""
         return [line.key for line in self.lines if line.key in BOOK_PRICED and line.amount is None]
 
+    @property
+    def total_label(self) -> str:
+        """What the total is, and what it leaves out for want of a price."""
+        missing = list(dict.fromkeys(BOOK_PRICED[key] for key in self.unpriced))
+        if not missing:
+            return "Total of priced lines"
+        what = " and ".join(missing)
+        verb = "have" if len(missing) > 1 else "has"
+        return f"Total of priced lines; {what} {verb} no price from {self.priced_by}"
+
     def as_json(self) -> dict[str, Any]:
         """JSON-ready: amounts and prices as decimal strings, quantities as floats."""
         return {
             "currency": self.currency,
             "lines": [line.as_json() for line in self.lines],
             "total": str(self.total),
+            "total_label": self.total_label,
             "unpriced": self.unpriced,
+            "priced_by": self.priced_by,
             "checkpoint_bytes": self.checkpoint.bytes,
             "assumptions": dict(self.assumptions),
         }
@@ -227,10 +247,12 @@ def whole_bill(
     energy_kwh: Decimal,
     currency: str,
     checkpoints_kept: int = DEFAULT_CHECKPOINTS_KEPT,
-    months_stored: float = DEFAULT_MONTHS_STORED,
+    run_days: float = 0.0,
+    retention_months: float = DEFAULT_RETENTION_MONTHS,
     dataset_bytes_per_token: float = DEFAULT_BYTES_PER_TOKEN,
     carbon_gco2e_per_kwh: float | None = None,
     energy_in_price: bool = True,
+    priced_by: str = "the price book",
 ) -> WholeBill:
     """The bill's lines beyond accelerator-hours: checkpoint and data-set storage, egress
     of the final weights, energy and carbon.
@@ -251,8 +273,11 @@ def whole_bill(
         The run's energy (``BudgetFigures.energy_kwh``). [kWh]
     checkpoints_kept : int
         Checkpoints stored after the run. [1]
-    months_stored : float
-        How long the checkpoints and the data set are stored. [month]
+    run_days : float
+        How long the run lasts (its P50 training days): the checkpoints and the data set are
+        stored from its start. [d]
+    retention_months : float
+        How long they stay stored once it is over. [month]
     dataset_bytes_per_token : float
         Storage a token of the data set takes. [B]
     carbon_gco2e_per_kwh : float, optional
@@ -261,25 +286,30 @@ def whole_bill(
         Whether the accelerator price already pays for the power (an on-prem profile's price
         per GPU-hour does, a cloud price does): then the energy line is shown but not added
         to the total.
+    priced_by : str
+        Who gives the storage and egress prices (the provider, the vendor): a missing one is
+        said to be missing from them.
     """
     if checkpoints_kept < 0:
         raise PlannerError("must not be negative", field="checkpoints_kept")
-    if months_stored < 0:
-        raise PlannerError("must not be negative", field="months_stored")
+    if run_days < 0:
+        raise PlannerError("must not be negative", field="run_days")
+    if retention_months < 0:
+        raise PlannerError("must not be negative", field="retention_months")
     if dataset_bytes_per_token <= 0:
         raise PlannerError("must be positive", field="dataset_bytes_per_token")
     if tokens < 0:
         raise PlannerError("must not be negative", field="tokens")
     checkpoint = checkpoint_size(estimate)
-    months = _decimal(months_stored)
+    stored = _Stored(run_days / DAYS_PER_MONTH, retention_months)
     lines = [
         _checkpoint_line(
-            checkpoint, checkpoints_kept, months, storage_price_per_gb_month, currency
+            checkpoint, checkpoints_kept, stored, storage_price_per_gb_month, currency, priced_by
         ),
         _dataset_line(
-            tokens, dataset_bytes_per_token, months, storage_price_per_gb_month, currency
+            tokens, dataset_bytes_per_token, stored, storage_price_per_gb_month, currency, priced_by
         ),
-        _egress_line(checkpoint.saved_parameters, egress_price_per_gb, currency),
+        _egress_line(checkpoint.saved_parameters, egress_price_per_gb, currency, priced_by),
         _energy_line(energy_kwh, energy_tariff_per_kwh, currency, energy_in_price),
         _carbon_line(energy_kwh, carbon_gco2e_per_kwh),
     ]
@@ -291,9 +321,12 @@ def whole_bill(
         lines=tuple(lines),
         total=money(total),
         checkpoint=checkpoint,
+        priced_by=priced_by,
         assumptions={
             "checkpoints_kept": checkpoints_kept,
-            "months_stored": months_stored,
+            "run_days": run_days,
+            "retention_months": retention_months,
+            "months_stored": float(stored.months),
             "dataset_bytes_per_token": dataset_bytes_per_token,
             "export_bytes_per_parameter": EXPORT_BYTES_PER_PARAMETER,
             "billed_gb_bytes": BILLED_GB_BYTES,
@@ -303,14 +336,43 @@ def whole_bill(
     )
 
 
+@dataclass(frozen=True)
+class _Stored:
+    """How long storage is paid for: the run's months and the retention after it."""
+
+    run_months: float
+    retention_months: float
+
+    @property
+    def months(self) -> Decimal:
+        return _decimal(self.run_months + self.retention_months)
+
+    def describe(self) -> str:
+        if not self.run_months:
+            return f"{self.retention_months:g} months"
+        return (
+            f"{float(self.months):,.2f} months ({self.run_months:,.2f} of the run + "
+            f"{self.retention_months:g} kept after)"
+        )
+
+
+def _missing(kind: str, priced_by: str) -> str:
+    return f"no price: {priced_by} gives no {kind} price"
+
+
 def _checkpoint_line(
-    checkpoint: CheckpointSize, kept: int, months: Decimal, price: Decimal | None, currency: str
+    checkpoint: CheckpointSize,
+    kept: int,
+    stored: _Stored,
+    price: Decimal | None,
+    currency: str,
+    priced_by: str,
 ) -> BillLine:
     size_gb = _decimal(checkpoint.bytes) / _GB
-    quantity = size_gb * kept * months
+    quantity = size_gb * kept * stored.months
     formula = (
         f"{checkpoint.describe()} = {float(size_gb):,.2f} GB a checkpoint x {kept} kept x "
-        f"{float(months):g} months = {float(quantity):,.2f} GB-months"
+        f"{stored.describe()} = {float(quantity):,.2f} GB-months"
     )
     return _priced(
         "checkpoint_storage",
@@ -320,18 +382,23 @@ def _checkpoint_line(
         price,
         currency,
         formula,
-        "no storage price in the book",
+        _missing("storage", priced_by),
     )
 
 
 def _dataset_line(
-    tokens: float, bytes_per_token: float, months: Decimal, price: Decimal | None, currency: str
+    tokens: float,
+    bytes_per_token: float,
+    stored: _Stored,
+    price: Decimal | None,
+    currency: str,
+    priced_by: str,
 ) -> BillLine:
     size_gb = _decimal(tokens) * _decimal(bytes_per_token) / _GB
-    quantity = size_gb * months
+    quantity = size_gb * stored.months
     formula = (
         f"{_count(tokens)} tokens x {bytes_per_token:g} B = {float(size_gb):,.2f} GB x "
-        f"{float(months):g} months = {float(quantity):,.2f} GB-months"
+        f"{stored.describe()} = {float(quantity):,.2f} GB-months"
     )
     return _priced(
         "dataset_storage",
@@ -341,11 +408,13 @@ def _dataset_line(
         price,
         currency,
         formula,
-        "no storage price in the book",
+        _missing("storage", priced_by),
     )
 
 
-def _egress_line(parameters: float, price: Decimal | None, currency: str) -> BillLine:
+def _egress_line(
+    parameters: float, price: Decimal | None, currency: str, priced_by: str
+) -> BillLine:
     quantity = _decimal(parameters) * _decimal(EXPORT_BYTES_PER_PARAMETER) / _GB
     formula = (
         f"{_count(parameters)} parameters x {EXPORT_BYTES_PER_PARAMETER:g} B (bf16 export) = "
@@ -359,7 +428,7 @@ def _egress_line(parameters: float, price: Decimal | None, currency: str) -> Bil
         price,
         currency,
         formula,
-        "no egress price in the book",
+        _missing("egress", priced_by),
     )
 
 

@@ -12,7 +12,13 @@ Monte Carlo's percentiles are floats of GPU-hours that are priced here. Formulas
 * contingency = P90 cost - P50 cost, and the budget to request = P50 + contingency;
 * a committed price (a reserved or committed price-book entry, a vendor quote for a term) is
   paid for its whole term whether or not the run needs it: every cost is then at least the
-  ``minimum_spend``, and ``committed`` says so.
+  ``minimum_spend``, and ``committed`` says so;
+* of a commitment (:func:`commitment_use`): committed GPU-hours = accelerators x months x
+  730 h; used share = the run's P50 GPU-hours / committed GPU-hours (at most 1); idle share
+  = 1 - used share; cost per used GPU-hour = P50 cost / P50 GPU-hours. A run that alone uses
+  a share of a commitment owes all of it unless other work uses the rest: 64 of a quote's
+  256 H100 for about 4 of its 12 months use about 8 % of it, and the run costs the whole
+  4,709,376 USD, about 25 USD per GPU-hour it uses, not the quote's 2.10 USD.
 """
 
 from __future__ import annotations
@@ -60,6 +66,46 @@ def cost_of(
     return max(money(costing.cost_of(hours, price_per_gpu_hour)), floor)
 
 
+def commitment_use(
+    *,
+    minimum_spend: Decimal,
+    accelerators: int,
+    term_months: int,
+    gpu_hours: Decimal,
+    cost: Decimal,
+) -> dict[str, Any]:
+    """How much of a commitment a run uses, JSON-ready (amounts as decimal strings).
+
+    Parameters
+    ----------
+    minimum_spend : Decimal
+        What the commitment costs for its whole term. [currency]
+    accelerators : int
+        Accelerators committed. [1]
+    term_months : int
+        The term. [month]
+    gpu_hours : Decimal
+        The run's (P50) accelerator-hours. [GPU-hour]
+    cost : Decimal
+        The run's (P50) cost, the minimum spend or more. [currency]
+    """
+    committed = Decimal(accelerators) * term_months * HOURS_PER_MONTH
+    used = min(gpu_hours / committed, Decimal(1)) if committed else Decimal(1)
+    per_used = cost / gpu_hours if gpu_hours else None
+    return {
+        "minimum_spend": str(money(minimum_spend)),
+        "accelerators": accelerators,
+        "term_months": term_months,
+        "committed_gpu_hours": str(committed.quantize(Decimal(1))),
+        "used_gpu_hours": str(gpu_hours.quantize(Decimal(1))),
+        "used_share": float(used),
+        "idle_share": float(1 - used),
+        "cost_per_used_gpu_hour": None if per_used is None else str(per_used.quantize(CENT)),
+        # The run alone costs less than the commitment: the minimum spend sets its cost.
+        "binds": cost == money(minimum_spend),
+    }
+
+
 @dataclass(frozen=True)
 class BudgetFigures:
     """What a run costs, in ``currency``; every amount rounded to the cent."""
@@ -74,6 +120,7 @@ class BudgetFigures:
     contingency: Decimal
     requested: Decimal
     minimum_spend: Decimal | None = None
+    commitment: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         """JSON-ready: amounts as decimal strings, so nothing is lost to binary floats."""
@@ -92,6 +139,7 @@ class BudgetFigures:
             "minimum_spend_binds": [
                 key for key, value in self.cost.items() if value == self.minimum_spend
             ],
+            "commitment": self.commitment,
         }
 
 
@@ -105,6 +153,7 @@ def budget_figures(
     tdp_w: float,
     pue: Decimal,
     minimum_spend: Decimal | None = None,
+    committed: tuple[int, int] | None = None,
 ) -> BudgetFigures:
     """Price a run's GPU-hours: deterministic, P10, P50 and P90.
 
@@ -124,6 +173,8 @@ def budget_figures(
         Power usage effectiveness of the data centre. [-]
     minimum_spend : Decimal, optional
         What a committed price costs for its whole term, paid however short the run. [currency]
+    committed : (int, int), optional
+        The accelerators and months of that commitment, for :func:`commitment_use`.
     """
     hours = {"deterministic": _decimal(estimate["gpu_hours"])}
     hours.update({p: _decimal(montecarlo["gpu_hours"][p]) for p in PERCENTILES})
@@ -134,6 +185,16 @@ def budget_figures(
     per_million = cost["p50"] / _decimal(tokens) * Decimal(1_000_000)
     energy = hours["p50"] * _decimal(tdp_w) / Decimal(1000) * pue
     contingency = cost["p90"] - cost["p50"]
+    use = None
+    if minimum_spend is not None and committed is not None:
+        accelerators, months = committed
+        use = commitment_use(
+            minimum_spend=floor,
+            accelerators=accelerators,
+            term_months=months,
+            gpu_hours=hours["p50"],
+            cost=cost["p50"],
+        )
     return BudgetFigures(
         currency=currency,
         price_per_gpu_hour=price_per_gpu_hour,
@@ -145,4 +206,5 @@ def budget_figures(
         contingency=contingency,
         requested=cost["p50"] + contingency,
         minimum_spend=None if minimum_spend is None else floor,
+        commitment=use,
     )

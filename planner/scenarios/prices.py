@@ -23,6 +23,8 @@ from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 
+from lib.money import money_text
+from lib.money import price_per_hour_text as money_per_gpu_hour
 from organisations.models import Organisation
 from planner.scenarios.budget_figures import HOURS_PER_MONTH, commitment_minimum
 from planner.scenarios.models import PriceSource, Scenario
@@ -120,15 +122,6 @@ def device_word(family: str | None) -> str:
     return "chip" if family in CHIP_FAMILIES else "accelerator"
 
 
-def money_per_gpu_hour(amount: Decimal, currency: str, device: str = "GPU") -> str:
-    """``3.43088125`` as ``3.4309 USD/GPU-h``, ``2.9500`` as ``2.95 USD/GPU-h``.
-
-    ``device`` names the accelerator (:func:`device_word`): ``4.2 USD/chip-h`` for a TPU.
-    """
-    text = f"{amount:,.4f}"
-    return f"{text[:-2] if text.endswith('00') else text} {currency}/{device}-h"
-
-
 class PriceDescription[P: (PriceEntry, VendorQuote, OnPremProfile)](ABC):
     """How a price record is named and what it costs; :func:`price_describe` makes one.
 
@@ -216,7 +209,14 @@ class _EntryDescription(PriceDescription[PriceEntry]):
     def _choice_detail(self, on: date) -> str:
         flag = self.price.data_flag
         flagged = " — flagged: " + flag.split(":")[0] if flag else ""
-        return f"{self.name} [{self.accelerator}]{flagged}"
+        term = self.price.minimum_term_months
+        committed = (
+            f" — commitment: every {self.device} for {term} months, owed in full however "
+            "short the run"
+            if term
+            else ""
+        )
+        return f"{self.name} [{self.accelerator}]{committed}{flagged}"
 
 
 class _QuoteDescription(PriceDescription[VendorQuote]):
@@ -242,6 +242,24 @@ class _QuoteDescription(PriceDescription[VendorQuote]):
     @property
     def price_per_gpu_hour(self) -> Decimal:
         return self.price.price_per_accelerator_hour
+
+    def choice_label(self, on: date) -> str:
+        """A quote for a term reads as the commitment it is, its hourly rate as what it costs
+        only when every committed hour is used: ``4,709,376 USD commitment: 256 GPUs x 12
+        months = 2,242,560 GPU-h, owed in full (2.10 USD/GPU-h only if all used) · ...``."""
+        quote = self.price
+        spend = commitment_minimum(
+            quote.price_per_accelerator_hour, quote.accelerator_count, quote.term_months
+        )
+        if spend is None:
+            return super().choice_label(on)
+        hours = quote.accelerator_count * (quote.term_months or 0) * HOURS_PER_MONTH
+        rate = money_per_gpu_hour(self.price_per_gpu_hour, self.currency, self.device)
+        return (
+            f"{money_text(spend, self.currency)} commitment: {quote.accelerator_count:,} "
+            f"{self.device}s x {quote.term_months} months = {hours:,} {self.device}-h, owed in "
+            f"full however short the run ({rate} only if all used) · {self._choice_detail(on)}"
+        )
 
     def _choice_detail(self, on: date) -> str:
         quote = self.price
@@ -351,6 +369,8 @@ def _commitment(
     return {
         "minimum_spend": str(spend),
         "commitment": f"{what} for {term_months} months ({HOURS_PER_MONTH} h a month)",
+        "committed_accelerators": accelerators,
+        "term_months": term_months,
     }
 
 
@@ -367,6 +387,7 @@ def price_snapshot(scenario: Scenario) -> dict[str, Any]:
         **pricing_type,
         "price_per_gpu_hour": str(described.price_per_gpu_hour),
         "currency": described.currency,
+        "provider": _provider_name(price),
         **_snapshot_origin(price),
         **_snapshot_commitment(price, scenario.num_gpus),
     }
@@ -434,6 +455,15 @@ def _snapshot_commitment(price: PriceObject, num_gpus: int) -> dict[str, Any]:
             f"the quote's {price.accelerator_count} accelerators",
         )
     return {}
+
+
+def _provider_name(price: PriceObject) -> str:
+    """Who bills the run: the provider, the quote's vendor, the on-prem profile."""
+    if isinstance(price, PriceEntry):
+        return price.provider.name
+    if isinstance(price, VendorQuote):
+        return price.provider.name if price.provider is not None else price.vendor
+    return f"on-prem profile '{price.name}'"
 
 
 def _snapshot_origin(price: PriceObject) -> dict[str, Any]:

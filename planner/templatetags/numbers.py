@@ -10,12 +10,15 @@ fails on a figure.
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from decimal import Decimal
 from typing import Any
 
 from django import template
 
 from estimator.core.catalog import load_catalog
+from lib.money import decimal_or_none as _decimal
+from lib.money import grouped as _grouped
+from lib.money import rounded as _rounded
 from planner.scenarios.prices import device_word
 
 register = template.Library()
@@ -24,29 +27,6 @@ register = template.Library()
 MISSING = "\u2013"  # an en dash
 #: From this size on, money is shown in whole units and counts without a decimal.
 WHOLE_FROM = {"money": Decimal(1000), "quantity": Decimal(100)}
-
-
-def _decimal(value: Any) -> Decimal | None:
-    """``value`` as a finite Decimal; None when it is not a number (or is inf or NaN)."""
-    if isinstance(value, bool):
-        return None
-    try:
-        number = value if isinstance(value, Decimal) else Decimal(str(value).strip())
-    except (InvalidOperation, ValueError):
-        return None
-    return number if number.is_finite() else None
-
-
-def _rounded(number: Decimal, places: int) -> Decimal:
-    """``number`` rounded half up to ``places`` decimals, however many digits it has."""
-    with localcontext(prec=max(number.adjusted(), 0) + places + 2):
-        return number.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
-
-
-def _grouped(number: Decimal, places: int) -> str:
-    """``number`` to ``places`` decimals with thousands separators; never ``-0``."""
-    rounded = _rounded(number, places)
-    return f"{rounded if rounded else rounded.copy_abs():,.{places}f}"
 
 
 def _figure(value: Any, kind: str, small_places: int) -> str | None:

@@ -13,10 +13,13 @@ from lib.updates import audit_value
 from pricing import access, services
 from pricing.admin.common import (
     OrganisationScopedAdmin,
+    TrimmedDecimals,
     _as_form_errors,
     _book_is_published,
     _changes,
     _entry_clean,
+    per_hour_text,
+    usage_price_text,
 )
 from pricing.errors import PricingError
 from pricing.models import (
@@ -71,7 +74,7 @@ class PriceEntryInlineForm(forms.ModelForm):
         return cleaned
 
 
-class PriceEntryInline(admin.TabularInline):
+class PriceEntryInline(TrimmedDecimals, admin.TabularInline):
     model = PriceEntry
     form = PriceEntryInlineForm
     extra = 0
@@ -85,6 +88,22 @@ class PriceEntryInline(admin.TabularInline):
         "minimum_term_months",
         "data_flag",
     ]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        # A published book's entries are read-only: show the price as money, not 10 decimals.
+        fields = list(super().get_fields(request, obj))
+        if not _book_is_published(obj):
+            return fields
+        price = "price_per_accelerator_hour"
+        return ["price_per_hour" if name == price else name for name in fields]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        fields = list(super().get_readonly_fields(request, obj))
+        return [*fields, "price_per_hour"] if _book_is_published(obj) else fields
+
+    @admin.display(description="Per accelerator-hour")
+    def price_per_hour(self, entry: PriceEntry) -> str:
+        return per_hour_text(entry.price_per_accelerator_hour, entry.book.currency)
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return not _book_is_published(obj) and super().has_add_permission(request, obj)
@@ -235,7 +254,7 @@ class PriceEntryAdmin(OrganisationScopedAdmin):
         "provider",
         "region",
         "pricing_type",
-        "price_per_accelerator_hour",
+        "price_per_hour",
         "book",
         "data_flag",
     ]
@@ -247,6 +266,10 @@ class PriceEntryAdmin(OrganisationScopedAdmin):
         "accelerator",
     ]
     list_select_related = ["accelerator", "provider", "book"]
+
+    @admin.display(description="Per accelerator-hour", ordering="price_per_accelerator_hour")
+    def price_per_hour(self, entry: PriceEntry) -> str:
+        return per_hour_text(entry.price_per_accelerator_hour, entry.book.currency)
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "book":  # the drafts the user may add entries to
@@ -310,10 +333,14 @@ class UsagePriceAdmin(OrganisationScopedAdmin):
     organisation_field = "book__organisation"
     public_allowed = True
     form = UsagePriceForm
-    list_display = ["kind", "provider", "region", "tier", "price", "book", "observed_on"]
+    list_display = ["kind", "provider", "region", "tier", "price_text", "book", "observed_on"]
     # Only the books of the listed prices: another organisation's book name is no filter.
     list_filter = [("book", admin.RelatedOnlyFieldListFilter), "kind", "provider"]
     list_select_related = ["provider", "book"]
+
+    @admin.display(description="Price", ordering="price")
+    def price_text(self, usage: UsagePrice) -> str:
+        return usage_price_text(usage.price, usage.book.currency, usage.unit)
 
     def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
         if db_field.name == "book":  # the drafts the user may add prices to

@@ -3,17 +3,18 @@ listing and changing records by organisation (:class:`OrganisationScopedAdmin`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from django import forms
 from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django.db import models
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from lib.money import decimal_trimmed, money_text, price_per_hour_text, unit_price_text
 from pricing import access
-from pricing.errors import PricingError
+from pricing.forms import service_errors_as_form_errors as _as_form_errors
 from pricing.models import (
     PriceBook,
 )
@@ -23,13 +24,37 @@ from pricing.services.books import (
 )
 
 
-def _as_form_errors(form: forms.ModelForm, check: Callable[[], Any]) -> None:
-    """Run a service check; show a ``PricingError`` on its field, or on the form."""
-    try:
-        check()
-    except PricingError as error:
-        field = error.field if error.field in form.fields else None
-        form.add_error(field, ValidationError(error.message))
+class TrimmedDecimalInput(forms.NumberInput):
+    """A stored price as a person types it: ``2.10``, not ``2.1000000000``."""
+
+    def format_value(self, value: Any) -> str | None:
+        if isinstance(value, Decimal):
+            return decimal_trimmed(value)
+        return super().format_value(value)
+
+
+class TrimmedDecimals(admin.options.BaseModelAdmin):
+    """Decimal inputs without the column's trailing zeros (prices keep 10 decimals)."""
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if isinstance(db_field, models.DecimalField):
+            kwargs["widget"] = TrimmedDecimalInput(attrs={"step": "any"})
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
+def per_hour_text(amount: Decimal | None, currency: str) -> str:
+    """A price per accelerator-hour as the admin lists it: ``2.10 USD/GPU-h``."""
+    return "-" if amount is None else price_per_hour_text(amount, currency)
+
+
+def amount_text(amount: Decimal | None, currency: str) -> str:
+    """An amount as the admin lists it: ``4,709,376 USD``."""
+    return "-" if amount is None else money_text(amount, currency)
+
+
+def usage_price_text(amount: Decimal | None, currency: str, unit: str) -> str:
+    """A storage or egress price as the admin lists it: ``0.023 USD/GB-month``."""
+    return "-" if amount is None else unit_price_text(amount, currency, unit)
 
 
 def _changes(form: forms.ModelForm, allowed: tuple[str, ...]) -> dict[str, Any]:
@@ -52,7 +77,7 @@ def _book_is_published(book: PriceBook | None) -> bool:
 # --- Organisations' records -----------------------------------------------------------------
 
 
-class OrganisationScopedAdmin(admin.ModelAdmin):
+class OrganisationScopedAdmin(TrimmedDecimals, admin.ModelAdmin):
     """Lists the records of the user's organisations (and public ones where
     ``public_allowed``); a record the user may not change is read-only; a new record's
     organisation is one the user is pricing admin of, and never changes afterwards."""

@@ -10,12 +10,17 @@ from django.contrib import admin
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from lib.money import decimal_trimmed
 from pricing import services
 from pricing.admin.common import (
     OrganisationScopedAdmin,
+    TrimmedDecimals,
     _as_form_errors,
     _changes,
+    amount_text,
+    per_hour_text,
 )
+from pricing.forms import QUOTE_FORM_FIELDS, QuoteChecks
 from pricing.models import (
     ExchangeRate,
     OnPremProfile,
@@ -23,23 +28,17 @@ from pricing.models import (
     VendorQuote,
 )
 from pricing.services.onprem import PROFILE_FIELDS, onprem_inputs_from
-from pricing.services.quotes import QUOTE_FIELDS, quote_values_check
+from pricing.services.quotes import QUOTE_FIELDS
 from pricing.services.rates import exchange_rate_values_check
 from pricing.tco import onprem_inputs_check
 
 # --- Quotes, on-prem profiles, exchange rates -----------------------------------------------
 
 
-class VendorQuoteForm(forms.ModelForm):
+class VendorQuoteForm(QuoteChecks):
     class Meta:
         model = VendorQuote
-        fields = ["organisation", *(name for name in QUOTE_FIELDS if name != "price_basis")]
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        values = {name: cleaned.get(name) for name in QUOTE_FIELDS}
-        _as_form_errors(self, lambda: quote_values_check(values))
-        return cleaned
+        fields = ["organisation", *QUOTE_FORM_FIELDS]
 
 
 @admin.register(VendorQuote)
@@ -50,14 +49,24 @@ class VendorQuoteAdmin(OrganisationScopedAdmin):
         "organisation",
         "accelerator",
         "accelerator_count",
-        "price_per_accelerator_hour",
-        "currency",
+        "price_per_hour",
+        "commitment",
         "valid_from",
         "valid_until",
         "is_example",
     ]
     list_filter = ["is_example", "currency"]
     list_select_related = ["accelerator", "organisation"]
+
+    @admin.display(description="Per accelerator-hour", ordering="price_per_accelerator_hour")
+    def price_per_hour(self, quote: VendorQuote) -> str:
+        return per_hour_text(quote.price_per_accelerator_hour, quote.currency)
+
+    @admin.display(description="Commitment", ordering="total_price")
+    def commitment(self, quote: VendorQuote) -> str:
+        if quote.total_price is None:
+            return "-"
+        return f"{amount_text(quote.total_price, quote.currency)} for {quote.term_months} months"
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
@@ -96,11 +105,14 @@ class OnPremProfileAdmin(OrganisationScopedAdmin):
         "name",
         "organisation",
         "accelerator",
-        "currency",
-        "server_price",
+        "server_price_text",
         "utilisation_percent",
     ]
     list_select_related = ["accelerator", "organisation"]
+
+    @admin.display(description="Server price", ordering="server_price")
+    def server_price_text(self, profile: OnPremProfile) -> str:
+        return amount_text(profile.server_price, profile.currency)
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         if change:
@@ -162,12 +174,16 @@ class ExchangeRateForm(forms.ModelForm):
 
 
 @admin.register(ExchangeRate)
-class ExchangeRateAdmin(admin.ModelAdmin):
+class ExchangeRateAdmin(TrimmedDecimals, admin.ModelAdmin):
     """Rates are added, never edited: converted figures name the rate they used."""
 
     form = ExchangeRateForm
-    list_display = ["base_currency", "quote_currency", "rate", "rate_date", "source"]
+    list_display = ["base_currency", "quote_currency", "rate_text", "rate_date", "source"]
     list_filter = ["base_currency", "quote_currency"]
+
+    @admin.display(description="Rate", ordering="rate")
+    def rate_text(self, rate: ExchangeRate) -> str:
+        return f"{decimal_trimmed(rate.rate)} {rate.quote_currency} per {rate.base_currency}"
 
     def has_change_permission(self, request: HttpRequest, obj: ExchangeRate | None = None) -> bool:
         return obj is None and super().has_change_permission(request, obj)

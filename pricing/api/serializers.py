@@ -306,6 +306,9 @@ class QuoteInput(StorableInput):
     valid_from = serializers.DateField()
     valid_until = serializers.DateField()
     terms = serializers.CharField(required=False, allow_blank=True)
+    is_example = serializers.BooleanField(
+        required=False, help_text="Demo data, not a real offer: budgets on it are warned"
+    )
 
 
 # --- On-prem --------------------------------------------------------------------------------

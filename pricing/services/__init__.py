@@ -27,6 +27,7 @@ from pricing.services.catalog import (
     provider_update,
 )
 from pricing.services.csv_import import (
+    QUOTE_CSV_COLUMNS,
     PriceBookImport,
     csv_text_decode,
     price_book_csv_import,
@@ -42,12 +43,14 @@ from pricing.services.quotes import (
     quote_assert_selectable,
     quote_create,
     quote_delete,
+    quote_expire,
     quote_price_per_hour_derive,
     quote_update,
 )
 from pricing.services.rates import exchange_rate_create
 
 __all__ = [
+    "QUOTE_CSV_COLUMNS",
     "CatalogSyncResult",
     "PriceBookImport",
     "accelerator_catalog_sync",
@@ -77,6 +80,7 @@ __all__ = [
     "quote_create",
     "quote_csv_import",
     "quote_delete",
+    "quote_expire",
     "quote_price_per_hour_derive",
     "quote_update",
 ]

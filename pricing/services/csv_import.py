@@ -151,6 +151,24 @@ QUOTE_COLUMNS: dict[str, tuple[Parser, bool]] = {
     "terms": (_text, False),
 }
 
+#: What each quote column means, as the quotes page documents it (pricing/data/README.md too).
+QUOTE_CSV_COLUMNS: tuple[tuple[str, str, str], ...] = (
+    ("vendor", "yes", "who made the offer"),
+    ("accelerator", "yes", "catalog id of the SKU, e.g. H100-SXM"),
+    ("accelerator_count", "yes", "whole number, positive"),
+    ("currency", "yes", "ISO 4217 code, e.g. USD"),
+    ("valid_from", "yes", "YYYY-MM-DD"),
+    ("valid_until", "yes", "YYYY-MM-DD, not before valid_from"),
+    ("price_per_accelerator_hour", "one of the two", "decimal, positive"),
+    ("total_price", "one of the two",
+     "decimal, positive, for the whole term (the commitment); needs term_months; the hourly "
+     "price is total / (count x months x 730 h)"),
+    ("term_months", "with total_price", "whole number, 1 to 600"),
+    ("provider", "no", "provider slug or name"),
+    ("reference", "no", "the vendor's quote number (a vendor's reference may appear once)"),
+    ("terms", "no", "free text"),
+)  # fmt: skip
+
 
 def csv_text_decode(data: bytes) -> str:
     """The text of an uploaded file (UTF-8, with or without a byte-order mark)."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import Any
 
@@ -151,6 +151,18 @@ def quote_update(*, quote: VendorQuote, user: OptionalActor = None, **changes: A
     if changed:
         price_audit_record(actor=user, action="edited", subject=quote, changes=changed)
     return quote
+
+
+def quote_expire(*, quote: VendorQuote, on: date, user: OptionalActor = None) -> VendorQuote:
+    """End ``quote``'s validity the day before ``on``: from ``on`` it is expired, cannot be
+    chosen for a new budget, and budgets on it are warned. A quote not yet valid by then
+    keeps one day of validity, the day before ``on`` (its dates stay ordered)."""
+    last = on - timedelta(days=1)
+    if quote.valid_until <= last:
+        return quote  # already expired on ``on``
+    return quote_update(
+        quote=quote, user=user, valid_until=last, valid_from=min(quote.valid_from, last)
+    )
 
 
 @transaction.atomic

@@ -222,6 +222,19 @@ def expired_quote(prices: None) -> VendorQuote:
     )
 
 
+def quote_scenario(project: Project, user: User, num_gpus: int = 64) -> Scenario:
+    """Llama-3-8B-sized training on ``num_gpus`` H100 at the demo's example quote (256 H100
+    for 12 months, 4,709,376 USD)."""
+    return scenario_create(
+        user=user,
+        project=project,
+        name=f"{num_gpus} H100 on the example quote",
+        spec=small_spec("H100-SXM", num_gpus),
+        price_source="vendor_quote",
+        price=example_quote(),
+    )
+
+
 def finished_run(scenario: Scenario, user: User, *, seed: int = 7) -> EstimationRun:
     """A run of ``scenario`` executed here, as the worker would, without enqueuing a task."""
     run = run_start(user=user, scenario=scenario, seed=seed, samples=500)

@@ -3,7 +3,7 @@ organisations, price books."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal
 
 import pytest
@@ -15,13 +15,14 @@ from organisations.models import Organisation
 from organisations.services import membership_grant, organisation_create
 from planner.common.roles import PRICING_ADMIN, REQUESTER
 from pricing.demo import pricing_admin_permissions_grant
-from pricing.models import Accelerator, PriceBook, Provider
+from pricing.models import Accelerator, PriceBook, Provider, VendorQuote
 from pricing.services import (
     accelerator_catalog_sync,
     price_book_create,
     price_book_publish,
     price_entry_create,
     provider_create,
+    quote_create,
 )
 
 FETCHED_AT = datetime(2026, 3, 1, tzinfo=UTC)
@@ -122,3 +123,21 @@ def admin_api(pricing_admin: User) -> APIClient:
     api = APIClient()
     api.force_authenticate(pricing_admin)
     return api
+
+
+@pytest.fixture
+def term_quote(organisation: Organisation, catalog: dict[str, Accelerator]) -> VendorQuote:
+    """256 H100s for 12 months at 4,709,376 USD (the demo's figures): 2.10 USD a GPU-hour."""
+    return quote_create(
+        user=None,
+        organisation=organisation,
+        vendor="Example Compute",
+        reference="Q-7",
+        accelerator=catalog["H100-SXM"],
+        accelerator_count=256,
+        total_price=Decimal("4709376.00"),
+        term_months=12,
+        currency="USD",
+        valid_from=date(2026, 1, 1),
+        valid_until=date(2099, 12, 31),
+    )

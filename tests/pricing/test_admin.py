@@ -8,7 +8,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from pricing.models import Accelerator, PriceAuditEvent, PriceBook, PriceEntry, Provider
+from pricing.models import (
+    Accelerator,
+    PriceAuditEvent,
+    PriceBook,
+    PriceEntry,
+    Provider,
+    VendorQuote,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -184,3 +191,28 @@ def test_an_admin_edit_of_a_provider_is_saved(admin_client: Client) -> None:
     assert response.status_code == 302
     provider.refresh_from_db()
     assert provider.name == "Acme GPU Cloud"
+
+
+def test_admin_shows_quote_prices_as_money_not_ten_decimals(
+    admin_client: Client, term_quote: VendorQuote
+) -> None:
+    listing = admin_client.get("/admin/pricing/vendorquote/").content.decode()
+    # 4,709,376 / (256 x 12 x 730 h) = 2.10 USD per GPU-hour, the commitment in whole dollars
+    assert "2.10 USD/GPU-h" in listing
+    assert "4,709,376 USD for 12 months" in listing
+    form = admin_client.get(f"/admin/pricing/vendorquote/{term_quote.pk}/change/")
+    assert 'value="2.10"' in form.content.decode()
+    assert "2.1000000000" not in listing + form.content.decode()
+
+
+def test_admin_lists_entry_prices_in_the_book_currency(
+    admin_client: Client, published_book: PriceBook
+) -> None:
+    listing = admin_client.get("/admin/pricing/priceentry/").content.decode()
+    assert "3.99 USD/GPU-h" in listing
+    # 55.04 USD for an 8-GPU instance: 6.88 USD per GPU-hour
+    assert "6.88 USD/GPU-h" in listing
+    assert "3.9900000000" not in listing
+    book = admin_client.get(f"/admin/pricing/pricebook/{published_book.pk}/change/")
+    assert "3.99 USD/GPU-h" in book.content.decode()
+    assert "3.9900000000" not in book.content.decode()

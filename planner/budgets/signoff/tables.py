@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from planner.budgets.models import BudgetRequest
 from planner.budgets.warnings import BLOCK
+from planner.scenarios.commitments import commitment_of, commitment_sentences
 from planner.scenarios.models import PriceSource
 from pricing.models import PricingType
 
@@ -159,11 +160,41 @@ def price_rows(document: Mapping[str, Any]) -> list[Row]:
         ("Price source", PriceSource(source).label if source in PriceSource.values else "", TEXT),
         ("Price", price.get("label"), TEXT),
     ]
+    rows += _commitment_rows(price, (document.get("results") or {}).get("budget"))
     if source == PriceSource.PRICE_ENTRY:
         return [*rows, *_entry_rows(record)]
     if source == PriceSource.VENDOR_QUOTE:
         return [*rows, *_quote_rows(record)]
     return [*rows, ("On-prem profile", record.get("name"), TEXT)]
+
+
+def _commitment_rows(price: Mapping[str, Any], budget: Mapping[str, Any] | None) -> list[Row]:
+    """A committed price as the commitment it is: the minimum spend, its term and hours, the
+    share this run uses and what a GPU-hour it uses costs (``planner.scenarios.commitments``)."""
+    use = commitment_of(price, budget)
+    if not use:
+        return []
+    rows: list[Row] = [
+        ("Commitment (minimum spend)", Decimal(use["minimum_spend"]), "money"),
+        ("Commitment term (months)", use.get("term_months"), TEXT),
+    ]
+    if "used_share" in use:
+        rows += [
+            ("Committed GPU-hours", Decimal(use["committed_gpu_hours"]), "gpu_hours"),
+            ("GPU-hours this run uses (P50)", Decimal(use["used_gpu_hours"]), "gpu_hours"),
+            ("Share of the commitment used", use["used_share"], "share"),
+            ("Idle share (paid, unused by this run)", use["idle_share"], "share"),
+            (
+                "Cost per GPU-hour used",
+                _decimal_or_none(use.get("cost_per_used_gpu_hour")),
+                "price",
+            ),
+        ]
+    return [*rows, ("Commitment", " ".join(commitment_sentences(price, budget)), TEXT)]
+
+
+def _decimal_or_none(value: Any) -> Decimal | None:
+    return None if value is None else Decimal(value)
 
 
 def _quote_rows(record: Mapping[str, Any]) -> list[Row]:
@@ -340,7 +371,8 @@ def _bill_rows(context: dict[str, Any]) -> list[list[Any]]:
         for line in bill.get("lines", [])
     ]
     if bill:
-        rows.append(["Total of the priced lines", None, "", None, Decimal(bill["total"]), True, ""])
+        label = bill.get("total_label") or "Total of priced lines"
+        rows.append([label, None, "", None, Decimal(bill["total"]), True, ""])
     return rows
 
 

@@ -172,6 +172,17 @@ def _converted(run: EstimationRun, budget: dict[str, Any]) -> dict[str, Any] | N
     }
 
 
+def _minimum_spend(price: dict[str, Any]) -> Decimal | None:
+    return Decimal(price["minimum_spend"]) if price.get("minimum_spend") else None
+
+
+def _committed(price: dict[str, Any]) -> tuple[int, int] | None:
+    """The accelerators and months a committed price commits, when the run copied them."""
+    if not price.get("minimum_spend") or not price.get("term_months"):
+        return None
+    return int(price["committed_accelerators"]), int(price["term_months"])
+
+
 def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dict[str, Any]:
     """Estimate, Monte Carlo and budget of a run's frozen inputs (no writes)."""
     spec = run.inputs["scenario"]
@@ -199,9 +210,8 @@ def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dic
         tokens=float(spec["training"]["tokens"]),
         tdp_w=_tdp_w(spec["cluster"]["accelerator"]),
         pue=Decimal(run.inputs["pue"]),
-        minimum_spend=(
-            Decimal(run.price["minimum_spend"]) if run.price.get("minimum_spend") else None
-        ),
+        minimum_spend=_minimum_spend(run.price),
+        committed=_committed(run.price),
     ).as_json()
     budget["converted"] = _converted(run, budget)
     budget["bill"] = run_bill(run, result, budget)
@@ -213,6 +223,7 @@ def run_compute(run: EstimationRun, report: Callable[[float, str], None]) -> dic
         price_per_gpu_hour=float(run.price["price_per_gpu_hour"]),
         uncertainty=uncertainty,
         baseline=result,
+        minimum_cost=float(_minimum_spend(run.price) or 0),
     )
     return {
         "result": result,
@@ -248,6 +259,8 @@ def run_bill(run: EstimationRun, result: dict[str, Any], budget: dict[str, Any])
         energy_kwh=Decimal(budget["energy_kwh"]),
         currency=run.price["currency"],
         carbon_gco2e_per_kwh=_grid(run.price),
+        run_days=float(budget["training_days"]["p50"]),
+        priced_by=run.price.get("provider") or run.price["label"],
     ).as_json()
     stated = spec.get("data_pipeline") or {}
     bill["input_pipeline"] = input_pipeline(

@@ -223,6 +223,32 @@ def test_the_price_bar_is_exactly_linear_and_moves_no_day(share: float) -> None:
     )
 
 
+def test_a_minimum_cost_floors_every_case_and_the_price_cannot_move_below_it(
+    centred: dict[str, Any],
+) -> None:
+    # A commitment of 1.5 x the central cost: every case below it costs the commitment, so
+    # the price bar (+-10 %) stays flat at it and is centred on it, not on hours x price.
+    floor = 1.5 * centred["baseline"]["cost"]
+    result = sensitivity(
+        GPT3_175B, price_per_gpu_hour=PRICE, uncertainty=ESTIMATE_CENTRED, minimum_cost=floor
+    )
+    assert result["baseline"]["cost"] == floor
+    assert result["minimum_cost"] == floor
+    assert bar(result, "price")["cost"] == [floor, floor]
+    assert bar(result, "price")["swing_cost"] == 0.0
+    for item in result["inputs"]:
+        free = bar(centred, item["key"])
+        assert item["cost"] == [max(cost, floor) for cost in free["cost"]]
+        assert item["training_days"] == free["training_days"]  # the floor moves no day
+    # A floor below every case changes nothing.
+    assert (
+        sensitivity(
+            GPT3_175B, price_per_gpu_hour=PRICE, uncertainty=ESTIMATE_CENTRED, minimum_cost=1.0
+        )["inputs"]
+        == centred["inputs"]
+    )
+
+
 def test_the_tokens_bar_scales_days_affinely_down_to_the_fixed_start_up(
     centred: dict[str, Any],
 ) -> None:
@@ -312,6 +338,8 @@ def test_the_result_is_plain_json(centred: dict[str, Any]) -> None:
         ({"tokens_range": 1.5}, "tokens_range"),
         ({"tokens_range": math.inf}, "tokens_range"),
         ({"uncertainty": {"utilisation": [0.5, 1.0]}}, "uncertainty"),
+        ({"minimum_cost": -1.0}, "minimum_cost"),
+        ({"minimum_cost": math.nan}, "minimum_cost"),
     ],
 )
 def test_invalid_settings_raise_naming_the_key(changes: dict[str, Any], key: str) -> None:

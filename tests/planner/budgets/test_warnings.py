@@ -30,6 +30,8 @@ from planner.budgets.warnings import (
     MISSES_DEADLINE,
     PRICE_BOOK_STALE,
     PRICE_FLAGGED,
+    QUOTE_EXAMPLE,
+    QUOTE_EXPIRED,
     UNCALIBRATED,
     WARN,
     request_warnings,
@@ -39,7 +41,14 @@ from planner.common.errors import PlannerError
 from planner.scenarios.models import EstimationRun, Project, Scenario
 from planner.scenarios.services import run_execute, run_start, scenario_create, scenario_fit_note
 from pricing.models import PriceEntry
-from tests.planner.conftest import list_price, small_spec, too_big_scenario, too_big_spec
+from tests.planner.conftest import (
+    example_quote,
+    list_price,
+    quote_scenario,
+    small_spec,
+    too_big_scenario,
+    too_big_spec,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -320,3 +329,38 @@ def test_late_at_p50_blocks_until_the_requester_says_why(
     )
     assert snapshot["chosen"]["deadline"]["verdict"] == MISSES_P50
     assert snapshot["chosen"]["deadline"]["days_available"] == left
+
+
+# --- Vendor quotes -----------------------------------------------------------------------------
+
+
+@pytest.fixture
+def on_example_quote(
+    prices: None, project: Project, requester: User, django_capture_on_commit_callbacks: Any
+) -> EstimationRun:
+    """64 H100 on the demo's example quote (256 H100 for 12 months)."""
+    scenario = quote_scenario(project, requester)
+    return _run(scenario, requester, django_capture_on_commit_callbacks)
+
+
+def test_a_quote_marked_as_an_example_warns_that_it_is_no_offer(
+    on_example_quote: EstimationRun,
+) -> None:
+    quote = example_quote()
+    found = {w.code: w for w in run_warnings(on_example_quote, today=quote.valid_from)}
+    assert set(found) == {QUOTE_EXAMPLE}
+    assert found[QUOTE_EXAMPLE].severity == WARN
+    assert "EXAMPLE-0001" in found[QUOTE_EXAMPLE].message
+    assert "not a real offer" in found[QUOTE_EXAMPLE].message
+
+
+def test_a_quote_warns_once_it_has_expired_and_not_on_its_last_day(
+    on_example_quote: EstimationRun,
+) -> None:
+    quote = example_quote()
+    quote.is_example = False
+    quote.save(update_fields=["is_example"])
+    assert _codes(on_example_quote, today=quote.valid_until) == []
+    after = run_warnings(on_example_quote, today=quote.valid_until + timedelta(days=1))
+    assert [w.code for w in after] == [QUOTE_EXPIRED]
+    assert f"expired on {quote.valid_until:%Y-%m-%d}" in after[0].message

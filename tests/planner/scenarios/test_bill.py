@@ -115,12 +115,12 @@ def test_carbon_is_a_quantity_without_an_amount() -> None:
 
 
 def test_a_missing_price_gives_no_amount_and_says_which() -> None:
-    bill = _bill(storage_price_per_gb_month=None, energy_tariff_per_kwh=None)
+    bill = _bill(storage_price_per_gb_month=None, energy_tariff_per_kwh=None, priced_by="GCP")
     for key in ("checkpoint_storage", "dataset_storage"):
         line = bill.line(key)
         assert line.amount is None
         assert line.unit_price is None
-        assert line.note == "no storage price in the book"
+        assert line.note == "no price: GCP gives no storage price"
         assert line.quantity is not None
         assert line.quantity > 0
     energy = bill.line("energy")
@@ -128,17 +128,45 @@ def test_a_missing_price_gives_no_amount_and_says_which() -> None:
     assert "tariff" in energy.note
     assert bill.unpriced == ["checkpoint_storage", "dataset_storage"]
     assert bill.total == Decimal("1.35")  # the egress alone
-    no_egress = _bill(egress_price_per_gb=None).line("egress")
+    assert bill.total_label == "Total of priced lines; storage has no price from GCP"
+    no_egress = _bill(egress_price_per_gb=None, priced_by="Lambda").line("egress")
     assert no_egress.amount is None
-    assert no_egress.note == "no egress price in the book"
+    assert no_egress.note == "no price: Lambda gives no egress price"
+
+
+def test_the_total_says_what_it_leaves_out_for_want_of_a_price() -> None:
+    assert _bill().total_label == "Total of priced lines"
+    unpriced = _bill(
+        storage_price_per_gb_month=None, egress_price_per_gb=None, priced_by="Example Compute"
+    )
+    assert unpriced.total == Decimal("0.00")
+    assert unpriced.total_label == (
+        "Total of priced lines; storage and egress have no price from Example Compute"
+    )
+    assert unpriced.as_json()["total_label"] == unpriced.total_label
 
 
 def test_stored_months_and_checkpoints_scale_the_storage() -> None:
-    line = _bill(checkpoints_kept=2, months_stored=1.5).line("checkpoint_storage")
+    line = _bill(checkpoints_kept=2, retention_months=1.5).line("checkpoint_storage")
     # 104.69928 GB x 2 x 1.5 = 314.0979 GB-months x 0.023 = 7.22425 USD -> 7.22 USD
     assert line.quantity == pytest.approx(112_420_000_000 / GB * 2 * 1.5)
     assert line.amount == Decimal("7.22")
     assert _bill(checkpoints_kept=0).line("checkpoint_storage").amount == Decimal("0.00")
+
+
+def test_storage_is_paid_for_the_run_and_the_retention_after_it() -> None:
+    # A 309-day run: 309 d / (730 h / 24 h = 30.4167 d a month) = 10.1589 months of the run,
+    # + 3 months kept after = 13.1589 months, not a fixed 3.
+    months = 309 / (730 / 24) + 3
+    assert months == pytest.approx(13.158904)
+    line = _bill(run_days=309.0).line("checkpoint_storage")
+    assert line.quantity == pytest.approx(112_420_000_000 / GB * 5 * months)
+    # 104.69928 GB x 5 x 13.158904 = 6,888.68 GB-months x 0.023 USD = 158.4397 -> 158.44 USD
+    assert line.amount == Decimal("158.44")
+    assert "13.16 months (10.16 of the run + 3 kept after)" in line.formula
+    dataset = _bill(run_days=309.0).line("dataset_storage")
+    assert dataset.quantity == pytest.approx(8e12 / GB * months)
+    assert _bill(run_days=309.0).as_json()["assumptions"]["run_days"] == 309.0
 
 
 def test_the_checkpoint_size_agrees_with_the_memory_and_whole_run_models() -> None:
@@ -198,6 +226,7 @@ def test_as_json_keeps_money_as_decimal_strings() -> None:
     assert data["checkpoint_bytes"] == pytest.approx(112_420_000_000)
     assert data["assumptions"]["checkpoints_kept"] == 5
     assert data["assumptions"]["months_stored"] == 3.0
+    assert data["assumptions"]["retention_months"] == 3.0
     assert data["assumptions"]["dataset_bytes_per_token"] == 4.0
     assert data["unpriced"] == []
 
@@ -206,7 +235,8 @@ def test_as_json_keeps_money_as_decimal_strings() -> None:
     ("change", "field"),
     [
         ({"checkpoints_kept": -1}, "checkpoints_kept"),
-        ({"months_stored": -0.5}, "months_stored"),
+        ({"retention_months": -0.5}, "retention_months"),
+        ({"run_days": -1.0}, "run_days"),
         ({"dataset_bytes_per_token": 0.0}, "dataset_bytes_per_token"),
         ({"tokens": -1.0}, "tokens"),
     ],

@@ -8,12 +8,13 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.urls import reverse
 
 from planner.scenarios.bill import BILLED_GB_BYTES, checkpoint_size
-from planner.scenarios.models import Scenario
+from planner.scenarios.models import Project, Scenario
 from pricing.grid import grid_intensity
 from pricing.models import PriceEntry, UsagePrice
-from tests.planner.conftest import run_finished
+from tests.planner.conftest import _client, example_quote, quote_scenario, run_finished
 
 pytestmark = pytest.mark.django_db
 
@@ -33,7 +34,9 @@ def test_a_runs_bill_uses_its_books_prices_and_its_regions_grid(
     lines = {line["key"]: line for line in bill["lines"]}
     # Hand computation, as docs/planning.md writes it: size x kept x months x price.
     gb = Decimal(repr(checkpoint_size(run.result).bytes)) / Decimal(BILLED_GB_BYTES)
-    expected = (gb * 5 * 3 * storage.price).quantize(Decimal("0.01"))
+    # Stored for the run's P50 days (in months of 730 h) and 3 months after it.
+    months = Decimal(repr(float(run.budget["training_days"]["p50"]) / (730 / 24) + 3.0))
+    expected = (gb * 5 * months * storage.price).quantize(Decimal("0.01"))
     assert Decimal(lines["checkpoint_storage"]["amount"]) == expected
     assert run.price["usage"]["storage_per_gb_month"]["price"] == str(storage.price)
     grid = grid_intensity(entry.provider.slug, entry.region)
@@ -60,3 +63,22 @@ def test_the_prices_are_frozen_when_the_run_starts(
     assert second.budget is not None
     assert second.budget["bill"]["lines"][0]["amount"] is None
     assert "checkpoint_storage" in second.budget["bill"]["unpriced"]
+
+
+def test_a_run_on_a_quote_says_its_bill_has_no_storage_or_egress_price(
+    prices: None, project: Project, requester: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    scenario = quote_scenario(project, requester)
+    run = run_finished(scenario, requester, django_capture_on_commit_callbacks)
+    assert run.budget is not None
+    bill = run.budget["bill"]
+    vendor = example_quote().vendor
+    assert bill["total"] == "0.00"
+    assert bill["total_label"] == (
+        f"Total of priced lines; storage and egress have no price from {vendor}"
+    )
+    lines = {line["key"]: line for line in bill["lines"]}
+    assert lines["egress"]["note"] == f"no price: {vendor} gives no egress price"
+    page = _client(requester).get(reverse("planner:run-detail", args=[run.pk])).content.decode()
+    assert f"storage and egress have no price from {vendor}" in page
+    assert "Total of the priced lines" not in page

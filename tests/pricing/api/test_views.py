@@ -360,8 +360,11 @@ def test_api_quotes_flag_expired_ones(
     assert admin_api.post("/api/v1/quotes/", payload).status_code == 201
     rows = admin_api.get("/api/v1/quotes/").json()["results"]
     assert [row["validity_today"] for row in rows] == ["expired"]
+    assert [row["is_example"] for row in rows] == [False]
+    example = admin_api.post("/api/v1/quotes/", {**payload, "is_example": True}, format="json")
+    assert example.json()["is_example"] is True  # budgets on it are warned
     selectable = admin_api.get("/api/v1/quotes/?selectable_on=2024-06-01").json()
-    assert selectable["count"] == 1
+    assert selectable["count"] == 2
     assert admin_api.get("/api/v1/quotes/?selectable_on=2025-01-01").json()["count"] == 0
 
 

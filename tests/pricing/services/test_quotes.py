@@ -8,7 +8,7 @@ import pytest
 from organisations.demo import demo_organisation
 from pricing.errors import PricingError, QuoteNotSelectable
 from pricing.models import Accelerator, VendorQuote
-from pricing.services import quote_assert_selectable, quote_create, quote_update
+from pricing.services import quote_assert_selectable, quote_create, quote_expire, quote_update
 
 pytestmark = pytest.mark.django_db
 
@@ -69,3 +69,20 @@ def test_quote_update_to_an_hourly_price_drops_the_total(catalog: dict[str, Acce
     quote.refresh_from_db()
     assert (quote.price_basis, quote.total_price) == (VendorQuote.PriceBasis.HOURLY, None)
     assert quote.price_per_accelerator_hour == Decimal("1.99")
+
+
+def test_quote_expire_ends_the_validity_the_day_before(catalog: dict[str, Accelerator]) -> None:
+    quote = quote_expire(quote=_quote(catalog), on=date(2026, 2, 10))
+    assert (quote.valid_from, quote.valid_until) == (date(2026, 1, 1), date(2026, 2, 9))
+    assert quote.validity_on(date(2026, 2, 10)) == "expired"
+    with pytest.raises(QuoteNotSelectable):
+        quote_assert_selectable(quote, on=date(2026, 2, 10))
+
+
+def test_quote_expire_keeps_the_dates_of_a_quote_not_yet_valid_in_order(
+    catalog: dict[str, Accelerator],
+) -> None:
+    quote = quote_expire(quote=_quote(catalog), on=date(2025, 6, 1))
+    assert (quote.valid_from, quote.valid_until) == (date(2025, 5, 31), date(2025, 5, 31))
+    already = quote_expire(quote=quote, on=date(2026, 6, 1))  # expired already: unchanged
+    assert already.valid_until == date(2025, 5, 31)
