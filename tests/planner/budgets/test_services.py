@@ -433,7 +433,8 @@ def test_xlsx_holds_the_summary_comparison_whole_run_margins_and_timeline(
     assert Decimal(str(summary["Amount"])) == submitted.amount
     comparison = list(book["Comparison"].iter_rows(values_only=True))
     assert len(comparison) == 1 + 1 + len(draft.alternatives.all())
-    assert [row[-1] for row in comparison[1:]] == [True, False]
+    chosen = comparison[0].index("Chosen")
+    assert [row[chosen] for row in comparison[1:]] == [True, False]
     assert [row[2] for row in book["Timeline"].iter_rows(min_row=2, values_only=True)] == [
         "created", "submitted",
     ]  # fmt: skip
