@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from estimator.core.memory import result_memory_verdict
 from lib.jobs import Job
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from organisations.models import Organisation
@@ -243,6 +244,16 @@ class EstimationRun(Job):
     def state(self) -> RunState:
         """What the run is doing, as the page, its status JSON and the dispatcher see it."""
         return run_state(self, now=timezone.now())
+
+    @property
+    def memory_verdict(self) -> str | None:
+        """``fits``, ``tight`` or ``does_not_fit`` once the run has figures, else None."""
+        return result_memory_verdict(self.result) if self.result else None
+
+    @property
+    def does_not_fit(self) -> bool:
+        """Succeeded, but its layout does not fit in memory: its figures are not achievable."""
+        return self.status == RunStatus.SUCCEEDED and self.memory_verdict == "does_not_fit"
 
 
 WORKER_LOST = "worker lost, retrying"

@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from planner.budgets.services import RUN_DOES_NOT_FIT
 from planner.budgets.warnings import run_warnings
 from planner.common.errors import NotAllowed, PlannerError
 from planner.common.views import can_author, forbidden
@@ -61,6 +62,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "sensitivity": run.sensitivity if succeeded else None,
         "bill": (run.budget or {}).get("bill") if succeeded else None,
         "can_author": can_author(request.user, run.scenario.project.organisation),
+        "budget_refusal": RUN_DOES_NOT_FIT.format(run=run.pk) if run.does_not_fit else "",
     }
     return render(request, "planner/run_detail.html", context)
 
