@@ -310,3 +310,18 @@ def test_a_recipe_saved_from_the_form_is_the_recipes_scenario(
     assert validate_scenario(scenario.spec) == validate_scenario(recipe_scenario(recipe))
     assert scenario.model_preset == recipe.model_preset
 
+
+def test_a_failed_save_keeps_the_recipe_chosen(requester: User, project: Project) -> None:
+    recipe = "llama3-8b-qlora-r64-1xl40s"
+    initial = recipes_for_page()[recipe]["fields"]
+    data = {key: value for key, value in initial.items() if value not in (None, False)}
+    data = {key: ("on" if value is True else value) for key, value in data.items()}
+    data.update(pue="1.20", utilisation_low="0.900", utilisation_high="1.000", recipe=recipe)
+    url = reverse("planner:scenario-create", args=[project.pk])
+    response = _client(requester).post(url, data)  # no price chosen: refused
+    assert response.status_code == 200
+    assert response.context["form"].errors["price"]
+    body = response.content.decode()
+    assert f'<option value="{recipe}" selected>' in body
+    assert f'name="recipe" value="{recipe}"' in body  # sent again with the next save
+    assert not Scenario.objects.exists()
