@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ScenarioError, estimate, validate_scenario
+from estimator.core.envelope import EXPORT_FORMAT, EXPORT_VERSION
 from lib.actors import Actor, actor_user
 from lib.text import nul_problem
 from lib.updates import audit_diff, model_update
@@ -24,9 +25,6 @@ from planner.scenarios.prices import (
     price_get,
 )
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
-
-EXPORT_FORMAT = "trainplan-scenario"
-EXPORT_VERSION = 1
 
 
 def scenario_spec_check(spec: Any) -> dict[str, Any]:

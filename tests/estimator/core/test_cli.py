@@ -133,3 +133,22 @@ def test_cli_estimate_reports_one_memory_verdict_for_a_tight_fine_tune(tmp_path:
     assert "tight on memory" in notes
     assert f"{total - usable:.1f} GiB over the {usable:.1f} GiB" in notes
     assert "expect out-of-memory errors" not in notes
+
+
+def test_cli_estimate_reads_the_planners_export_as_it_is(tmp_path: Path) -> None:
+    path = tmp_path / "export.json"
+    document = {"format": "trainplan-scenario", "version": 1, "name": "S", "scenario": SMALL}
+    path.write_text(json.dumps(document))
+    done = run("estimate", str(path))
+    assert done.returncode == 0, done.stderr
+    assert (
+        json.loads(done.stdout)["step_time_s"]
+        == json.loads(run("estimate", "-", stdin=json.dumps(SMALL)).stdout)["step_time_s"]
+    )
+
+
+def test_cli_estimate_names_the_key_of_a_foreign_document() -> None:
+    done = run("estimate", "-", stdin=json.dumps({"format": "other", "scenario": SMALL}))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.startswith("format: must be 'trainplan-scenario'")
