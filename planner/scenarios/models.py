@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from estimator.core.memory import result_memory_verdict
+from lib.broker import WAITING_FOR_WORKER, WAITING_IN_PROCESS, runs_in_process
 from lib.jobs import Job
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from organisations.models import Organisation
@@ -284,12 +285,14 @@ def run_state(run: EstimationRun, *, now: datetime) -> RunState:
     if run.status == RunStatus.QUEUED:
         if run.progress_message == WORKER_LOST:
             return RunState("worker_lost", f"Worker lost, retrying (attempt {run.attempts + 1})…")
+        if runs_in_process():
+            return RunState("waiting", WAITING_IN_PROCESS)
         if run.dispatched_at is None:
             return RunState(
                 "waiting",
                 "Waiting for a worker: your run is saved and will start when workers are back.",
             )
-        return RunState("waiting", "Waiting for a worker…")
+        return RunState("waiting", WAITING_FOR_WORKER)
     last_sign = run.last_sign
     if last_sign is not None and last_sign < heartbeat_stale_before(now):
         seconds = int((now - last_sign).total_seconds())

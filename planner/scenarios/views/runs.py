@@ -14,6 +14,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from lib.broker import runs_in_process
 from planner.budgets.services import RUN_DOES_NOT_FIT
 from planner.budgets.warnings import run_warnings
 from planner.common.errors import NotAllowed, PlannerError
@@ -35,7 +36,7 @@ def run_start(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, error.message)
         return redirect(scenario)
     run.refresh_from_db(fields=["status", "dispatched_at"])
-    if run.status == RunStatus.QUEUED and run.dispatched_at is None:
+    if run.status == RunStatus.QUEUED and run.dispatched_at is None and not runs_in_process():
         messages.warning(
             request,
             f"Run {run.pk} of '{scenario.name}' is saved, but no worker can be reached: "
