@@ -85,3 +85,30 @@ def test_the_8bit_70b_qlora_on_one_l40s_has_one_verdict_on_the_page_and_in_the_a
     assert 'data-testid="request-budget"' in page  # tight is a warning, not a refusal
     body = api_client(requester).get(f"/api/v1/runs/{run.pk}/").json()
     assert body["memory_verdict"] == "tight"
+
+
+def test_an_over_memory_fine_tune_run_lists_the_memory_levers_that_make_it_fit(
+    prices: None, project: Project, requester: User, django_capture_on_commit_callbacks: Any
+) -> None:
+    spec = recipe_scenario(load_recipes()["llama3-70b-qlora-r64-2xl40s"])
+    spec["cluster"]["num_gpus"] = 1  # 32-bit AdamW states: over the 48 GB card
+    scenario = _saved("llama3-70b-qlora-r64-2xl40s", project, requester, spec)
+    run = run_finished(scenario, requester, django_capture_on_commit_callbacks)
+    assert run.does_not_fit
+    memory = [lever for lever in run.levers or [] if lever["kind"] == "memory"]
+    assert {lever["change"].split(":")[0] for lever in memory} >= {
+        "optimizer",
+        "offload",
+        "LoRA rank",
+        "LoRA targets",
+        "sequence length",
+    }
+    fitting = [lever for lever in run.levers or [] if lever["makes_it_fit"]]
+    assert fitting
+    assert run.levers is not None
+    assert run.levers[: len(fitting)] == fitting
+    page = _client(requester).get(run.get_absolute_url()).content.decode()
+    assert "What would make it fit, cheaper or faster" in page
+    assert page.count('data-testid="lever-makes-it-fit"') == len(fitting)
+    first_row = page.split('data-testid="lever-row"', 2)[1]
+    assert 'data-testid="lever-makes-it-fit"' in first_row
