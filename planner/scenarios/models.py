@@ -256,6 +256,11 @@ class EstimationRun(Job):
         """Succeeded, but its layout does not fit in memory: its figures are not achievable."""
         return self.status == RunStatus.SUCCEEDED and self.memory_verdict == "does_not_fit"
 
+    @property
+    def status_label(self) -> str:
+        """The status in words; a run that does not fit says so rather than 'Succeeded'."""
+        return "Does not fit in memory" if self.does_not_fit else self.get_status_display()
+
 
 WORKER_LOST = "worker lost, retrying"
 

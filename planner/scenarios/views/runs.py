@@ -98,7 +98,7 @@ def status_data(run: EstimationRun) -> dict[str, object]:
     return {
         "id": run.pk,
         "status": run.status,
-        "status_label": run.get_status_display(),
+        "status_label": run.status_label,  # "Does not fit in memory" rather than "Succeeded"
         # waiting, running, worker_lost, succeeded or failed: what the bar shows
         "state": state.code,
         "state_message": state.message,

@@ -666,6 +666,11 @@ def test_the_form_refuses_a_run_that_does_not_fit_and_the_run_page_says_why(
     assert "not achievable" in page.split('data-testid="budget-refusal"', 1)[1]
     assert 'data-testid="figures-not-achievable"' in page
     assert 'class="kpis unachievable"' in page
+    scenario_page = _text(client.get(too_big.scenario.get_absolute_url()))
+    assert 'data-status="does_not_fit">Does not fit in memory<' in scenario_page
+    assert 'data-status="succeeded"' not in scenario_page
+    status = client.get(reverse("planner:run-status", args=[too_big.pk])).json()
+    assert (status["status"], status["status_label"]) == ("succeeded", "Does not fit in memory")
 
 
 def test_a_run_that_fits_is_not_asked_for_a_reason(
