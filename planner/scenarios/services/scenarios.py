@@ -61,9 +61,9 @@ def scenario_fit_note(spec: dict[str, Any]) -> str:
     have = float(result["accelerator_memory_gib"])
     return (
         f"This layout does not fit in memory: it needs {needed:,.0f} GiB per GPU of "
-        f"{have:,.0f} GiB. Its runs will say so, and a budget for them needs an override "
-        "reason. More GPUs, more model parallelism, a higher ZeRO stage or recomputation "
-        'would fit it; "auto" searches for a layout that fits.'
+        f"{have:,.0f} GiB. Its runs will say so, and no budget can be requested from them. "
+        "More GPUs, more model parallelism, a higher ZeRO stage or recomputation "
+        'would fit it (a run lists the memory levers); "auto" searches for a layout that fits.'
     )
 
 
