@@ -3,8 +3,9 @@
 [--write]`` (docs/scenario-keys.md from the scenario schema); ``calibrate`` and ``accuracy``
 refit the calibration and write its accuracy report, docs/accuracy.md.
 
-Bad input exits 2 with one line on stderr naming the key and the reason; nothing goes to
-stdout then.
+FILE is a scenario or the planner's "Export JSON" document as it is (the scenario inside
+is read). Bad input exits 2 with one line on stderr naming the key and the reason; nothing
+goes to stdout then.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from estimator.calibration import cli as calibration_cli
 from estimator.core import ScenarioError, estimate, load_catalog, search
+from estimator.core.envelope import scenario_of
 from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import estimate_with_uncertainty
@@ -27,7 +29,8 @@ NESTED_TOO_DEEPLY = "not valid JSON: nested too deeply"
 
 
 def _read(path: str) -> Any:
-    """The scenario JSON in ``path`` (``-``: stdin); :class:`ScenarioError` if unreadable."""
+    """The scenario JSON in ``path`` (``-``: stdin), bare or in the planner's export;
+    :class:`ScenarioError` if unreadable."""
     try:
         data = sys.stdin.buffer.read() if path == "-" else Path(path).read_bytes()
     except OSError as exc:
@@ -36,7 +39,7 @@ def _read(path: str) -> Any:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ScenarioError("scenario", f"not UTF-8 text (byte {exc.start})") from None
-    return _parse(text)
+    return scenario_of(_parse(text))
 
 
 def _parse(text: str) -> Any:

@@ -21,6 +21,22 @@ _PUBLISH_TRANSPORT_OPTIONS = {
 }
 
 
+def runs_in_process() -> bool:
+    """Tasks run here, in the web process, as they are sent (the embedded default's eager
+    Celery): no worker exists or is needed, so nothing waits for one."""
+    return bool(app.conf.task_always_eager)
+
+
+#: What a job saved but not yet started says, by where its tasks run.
+WAITING_IN_PROCESS = "Saved: it runs in this process (no worker needed) as the request finishes."
+WAITING_FOR_WORKER = "Waiting for a worker…"
+
+
+def waiting_message() -> str:
+    """What a saved job that no worker has taken yet says (runs, capacity plans)."""
+    return WAITING_IN_PROCESS if runs_in_process() else WAITING_FOR_WORKER
+
+
 def publish(task: str, *args: object, task_id: str | None = None) -> None:
     """Send the task registered as ``task`` with ``args`` to the broker once, or raise
     within about ``PUBLISH_TIMEOUT_S``.
@@ -46,7 +62,7 @@ def publish_many(
     """
     sent = 0
     try:
-        if app.conf.task_always_eager:
+        if runs_in_process():
             registered = _registered(task)
             for args, task_id in calls:
                 registered.apply_async(args, task_id=task_id)

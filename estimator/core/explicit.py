@@ -21,7 +21,7 @@ from estimator.core.constants import HOURS_PER_DAY, TERA
 from estimator.core.errors import ScenarioError
 from estimator.core.layout import evaluate_layouts
 from estimator.core.layout_arrays import LayoutResults, Layouts
-from estimator.core.memory import GIB
+from estimator.core.memory import DOES_NOT_FIT, GIB, TIGHT, memory_verdict
 from estimator.core.scenario import ParallelismConfig, Scenario
 from estimator.core.validation import validate_scenario
 from estimator.core.wholerun import whole_run
@@ -125,18 +125,27 @@ def _warnings(workload: Workload, layout: ParallelismConfig, results: LayoutResu
     return notes + _fit_warnings(workload, results)
 
 
+#: How the warning of a layout that does not fit in memory begins.
+DOES_NOT_FIT_NOTE = "does not fit in memory"
+
+
 def _fit_warnings(workload: Workload, results: LayoutResults) -> list[str]:
     notes: list[str] = []
     needed, have = scalar(results, "total_memory") / GIB, workload.spec.memory_gib
     usable = workload.usable_memory / GIB
     framework = workload.framework
-    if needed > have:
-        notes.append(f"does not fit: {needed:.0f} GiB needed of {have:.0f} GiB")
-    elif needed > usable:
+    verdict = memory_verdict(needed, usable, have)
+    if verdict == DOES_NOT_FIT:
         notes.append(
-            f"tight on memory: {needed:.0f} GiB of {have:.0f} GiB leaves less than the "
-            f"{framework.memory_headroom:.0%} headroom {framework.name} runs keep for "
-            "fragmentation and peak transients; expect out-of-memory errors"
+            f"{DOES_NOT_FIT_NOTE}: needs {needed:.1f} GiB per device, "
+            f"{workload.spec.id} has {have:g} GiB"
+        )
+    elif verdict == TIGHT:
+        notes.append(
+            f"tight on memory: needs {needed:.1f} GiB per device, {needed - usable:.1f} GiB "
+            f"over the {usable:.1f} GiB {framework.name} runs use of {have:g} GiB (the "
+            f"{framework.memory_headroom:.0%} kept for fragmentation and peak transients): "
+            "it may run out of memory; the memory levers show what makes room"
         )
     if not framework.flash_attention:
         notes.append(
@@ -321,6 +330,11 @@ def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
     layout = scenario.parallelism
     workload = build_workload(scenario)
     results = evaluate_layouts(workload, Layouts.single(layout))
+    verdict = memory_verdict(
+        scalar(results, "total_memory") / GIB,
+        workload.usable_memory / GIB,
+        workload.spec.memory_gib,
+    )
     out: dict[str, Any] = {
         "format_version": FORMAT_VERSION,
         "estimator_version": ESTIMATOR_VERSION,
@@ -334,7 +348,8 @@ def estimate_scenario(scenario: Scenario) -> dict[str, Any]:
         {
             "memory_per_gpu_gib": _memory_gib(results),
             "accelerator_memory_gib": workload.spec.memory_gib,
-            "fits_in_memory": scalar(results, "total_memory") / GIB <= workload.spec.memory_gib,
+            "fits_in_memory": verdict != DOES_NOT_FIT,  # the device's memory, not the usable
+            "memory_verdict": verdict,
             "time_per_step_breakdown_s": _breakdown(results),
             "bottleneck": _bottleneck(results),
             "num_micro_batches": int(scalar(results, "num_micro_batches")),

@@ -27,6 +27,8 @@ from estimator.core.catalog import load_catalog
 from estimator.core.errors import ScenarioError
 from estimator.core.estimate import estimate
 from estimator.core.measurement import measurement_pinned
+from estimator.core.memory import FITS, result_memory_verdict
+from estimator.core.memory_levers import memory_candidates
 from estimator.core.search import search
 
 #: The matmul tile a padded dimension is rounded up to (tensor-core GPUs; see compute.py).
@@ -93,6 +95,10 @@ def _reason(kind: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> s
             f"tokens/s per device; "
             + _share_text("exposed communication", before, after, "exposed_communication")
         )
+    elif kind == "memory":
+        verdict = result_memory_verdict(after).replace("_", " ")
+        text = f"memory {_memory(before):.1f} -> {_memory(after):.1f} GiB per device: {verdict}"
+        text += f"; step {before['step_time_s']:.3g} s -> {after['step_time_s']:.3g} s"
     else:  # a runner-up layout of the search
         text = (
             f"step {before['step_time_s']:.3g} s -> {after['step_time_s']:.3g} s; "
@@ -247,11 +253,18 @@ def _candidates(scenario: Scenario, baseline: Mapping[str, Any]) -> Iterator[Can
     stated = scenario["parallelism"] if isinstance(scenario["parallelism"], Mapping) else None
     chosen = dict(baseline["parallelism"])
     explicit = {**scenario, "parallelism": chosen}
+    yield from memory_candidates(scenario, baseline)  # first: a shared change counts as memory
     yield from _precision_candidates(scenario)
     yield from _padding_candidates(scenario)
     yield from _layout_candidates(explicit, chosen, baseline["framework"]["supports"])
     yield from _search_candidates(scenario, chosen)
     yield from _cluster_candidates(scenario, stated)
+
+
+def _rank(lever: Mapping[str, Any]) -> tuple[bool, bool, float]:
+    """Those that fit first, then those that make a run that did not fit fit, then by
+    GPU-hours saved (largest first)."""
+    return (not lever["fits_in_memory"], not lever["makes_it_fit"], -lever["gpu_hours_saved"])
 
 
 def levers(scenario: Mapping[str, Any]) -> dict[str, Any]:
@@ -268,9 +281,11 @@ def levers(scenario: Mapping[str, Any]) -> dict[str, Any]:
         ``format_version``, ``baseline`` (the estimate of ``scenario``) and ``levers``: each
         ``change`` (in words), ``kind``, ``scenario`` (the whole changed scenario, valid
         input for ``estimate``), ``training_days``, ``gpu_hours``, ``mfu``,
-        ``fits_in_memory``, ``memory_total_gib``, ``step_time_s``, ``gpu_hours_saved``,
-        ``training_days_saved`` and a one-line ``reason``. Fitting levers first, then by
-        GPU-hours saved (largest first).
+        ``fits_in_memory``, ``memory_verdict``, ``makes_it_fit`` (the baseline is not a plain
+        fit and the lever is), ``memory_total_gib``, ``step_time_s``, ``gpu_hours_saved``,
+        ``training_days_saved`` and a one-line ``reason``. Fitting levers first, then those
+        that make it fit, then by GPU-hours saved (largest first). A run that does not fit,
+        or is tight, also gets the memory levers (:mod:`estimator.core.memory_levers`).
 
     Raises
     ------
@@ -282,6 +297,7 @@ def levers(scenario: Mapping[str, Any]) -> dict[str, Any]:
     pinned = measurement_pinned(scenario, baseline)
     found: list[dict[str, Any]] = []
     seen: list[Scenario] = []
+    fixes = result_memory_verdict(baseline) != FITS  # a lever can make it fit
     for kind, change, changed in _candidates(pinned, baseline):
         if changed in seen:
             continue
@@ -299,6 +315,8 @@ def levers(scenario: Mapping[str, Any]) -> dict[str, Any]:
                 "gpu_hours": result["gpu_hours"],
                 "mfu": result["mfu"],
                 "fits_in_memory": result["fits_in_memory"],
+                "memory_verdict": result_memory_verdict(result),
+                "makes_it_fit": fixes and result_memory_verdict(result) == FITS,
                 "memory_total_gib": _memory(result),
                 "step_time_s": result["step_time_s"],
                 "gpu_hours_saved": baseline["gpu_hours"] - result["gpu_hours"],
@@ -306,5 +324,5 @@ def levers(scenario: Mapping[str, Any]) -> dict[str, Any]:
                 "reason": _reason(kind, baseline, result),
             }
         )
-    found.sort(key=lambda lever: (not lever["fits_in_memory"], -lever["gpu_hours_saved"]))
+    found.sort(key=_rank)
     return {"format_version": 1, "baseline": baseline, "levers": found}

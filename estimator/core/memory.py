@@ -13,6 +13,9 @@ Models", SC20, section 3 and figure 1 (2+2+12 bytes per parameter, stages 1-3).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import numpy as np
 
 from estimator.core import finetune
@@ -345,3 +348,53 @@ def allowance_bytes(
         reserved + fragmentation x tensors. [B]
     """
     return reserved_bytes + fragmentation * np.asarray(tensor_bytes, dtype=np.float64)
+
+
+#: The one memory verdict of an estimate: it fits with the framework's headroom to spare;
+#: it fits the device but eats into that headroom (tight); or it does not fit the device.
+FITS, TIGHT, DOES_NOT_FIT = "fits", "tight", "does_not_fit"
+MEMORY_VERDICTS = (FITS, TIGHT, DOES_NOT_FIT)
+
+
+def memory_verdict(needed_gib: float, usable_gib: float, capacity_gib: float) -> str:
+    """Whether a layout's memory fits: ``"fits"``, ``"tight"`` or ``"does_not_fit"``.
+
+    A layout that needs more than the device holds does not fit (``fits_in_memory`` is
+    false). One within the device but over the usable memory - the device's less the
+    framework profile's headroom for allocator fragmentation and peak transients, the bound
+    the layout search keeps to - is tight: it may run out of memory at a peak. One within
+    the usable memory fits.
+
+    Parameters
+    ----------
+    needed_gib : float
+        Memory the layout needs per device. [GiB]
+    usable_gib : float
+        Memory the framework lets a layout use per device. [GiB]
+    capacity_gib : float
+        The device's memory. [GiB]
+
+    Returns
+    -------
+    str
+        One of :data:`MEMORY_VERDICTS`.
+    """
+    if needed_gib > capacity_gib:
+        return DOES_NOT_FIT
+    if needed_gib > usable_gib:
+        return TIGHT
+    return FITS
+
+
+def result_memory_verdict(result: Mapping[str, Any]) -> str:
+    """The memory verdict of an ``estimate`` output, also of one stored before the output
+    carried ``memory_verdict`` (read from its headroom and ``fits_in_memory``)."""
+    verdict = result.get("memory_verdict")
+    if verdict in MEMORY_VERDICTS:
+        return str(verdict)
+    if not result.get("fits_in_memory", True):
+        return DOES_NOT_FIT
+    headroom = result.get("memory_headroom")
+    if headroom and float(headroom["headroom_gib"]) < 0:
+        return TIGHT
+    return FITS

@@ -324,6 +324,12 @@ OUTPUT_KEYS: tuple[tuple[str, str], ...] = (
         "and what the layout leaves of it",
     ),
     (
+        "`memory_verdict`",
+        '`"fits"` (within the usable memory), `"tight"` (within the device but over the usable '
+        'memory: it may run out of memory) or `"does_not_fit"` (over the device; '
+        "`fits_in_memory` is false only then): the one verdict pages, API and sign-off show",
+    ),
+    (
         "`calibration`",
         'with a `measurement` only: `{"source", "kind", "value", "measured_on", "factor", '
         '"measured_step_time_s", "predicted_step_time_s", "measured_parallelism", '

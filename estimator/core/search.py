@@ -32,7 +32,7 @@ import numpy.typing as npt
 from estimator.core.compare import alternatives, with_comparisons
 from estimator.core.costing import cost_of
 from estimator.core.errors import ScenarioError
-from estimator.core.explicit import FORMAT_VERSION, estimate_scenario
+from estimator.core.explicit import DOES_NOT_FIT_NOTE, FORMAT_VERSION, estimate_scenario
 from estimator.core.frameworks import profile_for, stack_assumed
 from estimator.core.layout import evaluate_layouts
 from estimator.core.memory import GIB, RECOMPUTE_CODES
@@ -264,11 +264,13 @@ def _no_layout_reason(workload: Workload, scan: _Scan, considered: int) -> str:
             f"no layout of {workload.num_gpus} devices divides the model and the global batch "
             f"of {workload.global_batch_size} sequences"
         )
+    leanest = scan.leanest_memory / GIB
+    within = "" if leanest > workload.spec.memory_gib else " with headroom"
     return (
-        f"no layout fits in memory: the leanest needs {scan.leanest_memory / GIB:,.0f} GiB "
+        f"no layout fits in memory{within}: the leanest needs {leanest:,.1f} GiB "
         f"per device, {workload.spec.id} has {workload.spec.memory_gib:g} GiB of which "
-        f"{workload.framework.name} runs use {workload.usable_memory / GIB:,.0f} GiB; "
-        "use more or larger devices"
+        f"{workload.framework.name} runs use {workload.usable_memory / GIB:,.1f} GiB; "
+        "use more or larger devices, or a memory lever"
     )
 
 
@@ -445,5 +447,7 @@ def estimate_auto(scenario: Scenario, price: float | None = None) -> dict[str, A
     if scan.valid == 0:
         raise ScenarioError("parallelism", reason)
     best = _estimate_rows(scenario, scan.leanest, np.arange(1))[0]
-    best["warnings"].insert(0, reason)
+    # The search's reason says it of every layout; the leanest's own note would repeat it.
+    notes = [text for text in best["warnings"] if not text.startswith(DOES_NOT_FIT_NOTE)]
+    best["warnings"] = [reason, *notes]
     return _with_cost(best, price)

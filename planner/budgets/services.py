@@ -51,6 +51,11 @@ from pricing.errors import PricingError
 from pricing.selectors import money_convert
 
 EDITABLE_STATES = (BudgetState.DRAFT, BudgetState.CHANGES_REQUESTED)
+#: Why a run whose layout does not fit in memory cannot carry a budget request.
+RUN_DOES_NOT_FIT = (
+    "run {run} does not fit in memory, so its days and cost are not achievable; change the "
+    "scenario (the memory levers show what makes room) and request a budget from a new run"
+)
 REQUEST_FIELDS = ("title", "justification", "basis", "contingency", "override_reason")
 
 
@@ -61,6 +66,8 @@ def _run_budget(run: EstimationRun) -> dict[str, Any]:
     if run.status != RunStatus.SUCCEEDED or not run.budget:
         raise PlannerError(f"run {run.pk} has not succeeded; request a budget from a finished run",
                            field="run")  # fmt: skip
+    if run.does_not_fit:
+        raise PlannerError(RUN_DOES_NOT_FIT.format(run=run.pk), field="run")
     return run.budget
 
 

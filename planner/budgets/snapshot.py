@@ -17,6 +17,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from estimator.core.memory import result_memory_verdict
 from planner.budgets.models import BudgetRequest
 from planner.budgets.warnings import (
     BudgetWarning,
@@ -106,6 +107,7 @@ def _run_summary(run: EstimationRun) -> dict[str, Any]:
         "cost_per_million_tokens": budget.get("cost_per_million_tokens"),
         "mfu": result.get("mfu"),
         "fits_in_memory": result.get("fits_in_memory"),
+        "memory_verdict": result_memory_verdict(result) if result else None,
         "bottleneck": result.get("bottleneck"),
         "step_time_breakdown_s": result.get("time_per_step_breakdown_s"),
         "memory_per_gpu_gib": result.get("memory_per_gpu_gib"),

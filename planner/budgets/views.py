@@ -25,7 +25,7 @@ from planner.budgets import selectors, services, signoff
 from planner.budgets.forms import BudgetActionForm, BudgetRequestForm, initial_from
 from planner.budgets.models import BudgetRequest, BudgetState
 from planner.budgets.rules import budget_approvals_recorded, budget_decision_standing
-from planner.budgets.services import EDITABLE_STATES, request_amount
+from planner.budgets.services import EDITABLE_STATES, RUN_DOES_NOT_FIT, request_amount
 from planner.budgets.snapshot import canonical_json, snapshot_verify
 from planner.budgets.warnings import (
     BudgetWarning,
@@ -168,6 +168,9 @@ def budget_create(request: HttpRequest, run_pk: int) -> HttpResponse:
                                              "request budgets."))  # fmt: skip
     if run.status != RunStatus.SUCCEEDED or not run.budget:
         messages.error(request, "Request a budget from a run that has succeeded.")
+        return redirect(run)
+    if run.does_not_fit:
+        messages.error(request, RUN_DOES_NOT_FIT.format(run=run.pk).capitalize() + ".")
         return redirect(run)
     alternatives = alternative_runs(run)
     contingency = request_amount(run, BudgetRequest.Basis.P90, None)[1]

@@ -23,6 +23,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from estimator.core.deadline import MISSES_P50, MISSES_P90
+from estimator.core.memory import DOES_NOT_FIT as MEMORY_DOES_NOT_FIT
+from estimator.core.memory import TIGHT as MEMORY_TIGHT
+from estimator.core.memory import result_memory_verdict
 from planner.budgets.models import BudgetRequest
 from planner.common.errors import PlannerError
 from planner.scenarios.deadline import run_deadline
@@ -37,6 +40,7 @@ BLOCK: Severity = "block"
 WARN: Severity = "warn"
 
 DOES_NOT_FIT = "does_not_fit"
+TIGHT = "tight_on_memory"
 UNCALIBRATED = "uncalibrated"
 PRICE_FLAGGED = "price_flagged"
 PRICE_BOOK_STALE = "price_book_stale"
@@ -50,6 +54,7 @@ QUOTE_EXPIRED = "quote_expired"
 #: A warning in two or three words, for a badge in a table row.
 LABELS = {
     DOES_NOT_FIT: "does not fit",
+    TIGHT: "tight on memory",
     UNCALIBRATED: "uncalibrated",
     PRICE_FLAGGED: "flagged price",
     PRICE_BOOK_STALE: "stale price book",
@@ -155,10 +160,20 @@ def runs_warnings(
 
 
 def _memory_warning(result: Mapping[str, Any]) -> BudgetWarning | None:
-    if result.get("fits_in_memory", True):
-        return None
+    verdict = result_memory_verdict(result)
     needed = float(result["memory_per_gpu_gib"]["total"])
     have = float(result["accelerator_memory_gib"])
+    if verdict == MEMORY_TIGHT:
+        usable = float((result.get("memory_headroom") or {}).get("usable_gib", have))
+        return BudgetWarning(
+            TIGHT,
+            WARN,
+            f"tight on memory: needs {needed:,.1f} GiB per GPU, {needed - usable:,.1f} GiB over "
+            f"the {usable:,.1f} GiB the framework leaves usable of {have:,.0f} GiB, so the run "
+            "may stop with out-of-memory errors",
+        )
+    if verdict != MEMORY_DOES_NOT_FIT:
+        return None
     return BudgetWarning(
         DOES_NOT_FIT,
         BLOCK,

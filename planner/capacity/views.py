@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from lib.broker import waiting_message
 from planner.capacity import services as plans
 from planner.capacity.forms import CapacityForm
 from planner.capacity.models import CapacityPlan, PlanStatus
@@ -146,7 +147,7 @@ def status_data(plan: CapacityPlan) -> dict[str, Any]:
     done = round(plan.progress * plan.chunks_total)  # progress is done / total
     live = plan.status == PlanStatus.RUNNING
     messages_by_status: dict[str, str] = {
-        PlanStatus.QUEUED: f"Waiting for a worker: {done} of {plan.chunks_total} chunks done",
+        PlanStatus.QUEUED: f"{waiting_message()} {done} of {plan.chunks_total} chunks done",
         PlanStatus.RUNNING: f"Searching: {done} of {plan.chunks_total} chunks done",
     }
     message = messages_by_status.get(str(plan.status), plan.get_status_display())

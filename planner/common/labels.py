@@ -63,3 +63,9 @@ OFFLOAD_MODES = (
     ("optimizer", "Optimizer states to CPU"),
     ("optimizer_and_params", "Optimizer states and weights to CPU"),
 )
+#: (memory verdict of an estimate, label, badge tone): one wording on every page and document.
+MEMORY_VERDICTS = (
+    ("fits", "fits in memory", "good"),
+    ("tight", "tight on memory", "warn"),
+    ("does_not_fit", "does not fit in memory", "bad"),
+)

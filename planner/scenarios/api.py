@@ -199,6 +199,7 @@ class ScenarioViewSet(PlannerModelViewSet):
 def run_accepted(request: Request, run: EstimationRun) -> Response:
     """202 with the run, and its address to poll in ``Location``."""
     location = request.build_absolute_uri(reverse("run-detail", args=[run.pk]))
+    run.refresh_from_db()  # in-process tasks (the embedded default) may have run it already
     return Response(
         io.RunOutput(run).data, status=status.HTTP_202_ACCEPTED, headers={"Location": location}
     )

@@ -17,6 +17,8 @@ from django.db.models import Q
 from django.urls import reverse
 from django.utils import timezone
 
+from estimator.core.memory import result_memory_verdict
+from lib.broker import WAITING_FOR_WORKER, WAITING_IN_PROCESS, runs_in_process
 from lib.jobs import Job
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from organisations.models import Organisation
@@ -244,6 +246,21 @@ class EstimationRun(Job):
         """What the run is doing, as the page, its status JSON and the dispatcher see it."""
         return run_state(self, now=timezone.now())
 
+    @property
+    def memory_verdict(self) -> str | None:
+        """``fits``, ``tight`` or ``does_not_fit`` once the run has figures, else None."""
+        return result_memory_verdict(self.result) if self.result else None
+
+    @property
+    def does_not_fit(self) -> bool:
+        """Succeeded, but its layout does not fit in memory: its figures are not achievable."""
+        return self.status == RunStatus.SUCCEEDED and self.memory_verdict == "does_not_fit"
+
+    @property
+    def status_label(self) -> str:
+        """The status in words; a run that does not fit says so rather than 'Succeeded'."""
+        return "Does not fit in memory" if self.does_not_fit else self.get_status_display()
+
 
 WORKER_LOST = "worker lost, retrying"
 
@@ -273,12 +290,14 @@ def run_state(run: EstimationRun, *, now: datetime) -> RunState:
     if run.status == RunStatus.QUEUED:
         if run.progress_message == WORKER_LOST:
             return RunState("worker_lost", f"Worker lost, retrying (attempt {run.attempts + 1})…")
+        if runs_in_process():
+            return RunState("waiting", WAITING_IN_PROCESS)
         if run.dispatched_at is None:
             return RunState(
                 "waiting",
                 "Waiting for a worker: your run is saved and will start when workers are back.",
             )
-        return RunState("waiting", "Waiting for a worker…")
+        return RunState("waiting", WAITING_FOR_WORKER)
     last_sign = run.last_sign
     if last_sign is not None and last_sign < heartbeat_stale_before(now):
         seconds = int((now - last_sign).total_seconds())

@@ -283,6 +283,13 @@ class RunOutput(serializers.ModelSerializer):
     state_message = serializers.CharField(
         source="state.message", read_only=True, help_text="The state in words, for a person"
     )
+    memory_verdict = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="Once it has figures: fits, tight (over the framework's usable memory, within "
+        "the device) or does_not_fit (its figures are not achievable; no budget can be "
+        "requested from it); null before",
+    )
     deadline = serializers.SerializerMethodField(help_text=DEADLINE_HELP)
 
     @extend_schema_field(serializers.DictField(allow_null=True))
@@ -299,6 +306,7 @@ class RunOutput(serializers.ModelSerializer):
             "status",
             "state",
             "state_message",
+            "memory_verdict",
             "dispatched_at",
             "heartbeat_at",
             "progress",

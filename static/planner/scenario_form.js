@@ -111,7 +111,11 @@
     const select = recipeForm.elements.namedItem("recipe");
     recipeName = recipes[select.value] ? recipes[select.value].fields.name : "";
     recipeForm.querySelector("[data-testid=use-recipe]").closest(".form-actions").hidden = true;
-    select.addEventListener("change", () => useRecipe(select.value));
+    select.addEventListener("change", () => {
+      useRecipe(select.value);
+      const chosen = field("recipe");  // sent with the scenario, so a failed save keeps it
+      if (chosen) chosen.value = select.value;
+    });
   }
   method.addEventListener("change", showMethod);
   preset.addEventListener("change", () => showPreset(true));

@@ -140,6 +140,21 @@ def list_price(accelerator: str, provider: str = "gcp") -> PriceEntry:
     return entry
 
 
+def book_price(catalog_id: str) -> PriceEntry:
+    """The demo book's on-demand price of an accelerator, an unflagged one if it has one."""
+    entry = (
+        PriceEntry.objects.filter(
+            book__name=EXAMPLE_BOOK_NAME,
+            accelerator__catalog_id=catalog_id,
+            pricing_type="on_demand",
+        )
+        .order_by("data_flag", "price_per_accelerator_hour")  # "" (unflagged) first
+        .first()
+    )
+    assert entry is not None, f"the demo book has no on-demand price for {catalog_id}"
+    return entry
+
+
 def example_quote() -> VendorQuote:
     return VendorQuote.objects.get(reference=EXAMPLE_QUOTE_REFERENCE)
 

@@ -8,7 +8,9 @@ from typing import Any
 import pytest
 from django.template import Context, Template
 
+from planner.common.labels import MEMORY_VERDICTS
 from planner.templatetags.numbers import days, device_hours, device_of, money, percent, quantity
+from planner.templatetags.verdicts import memory_verdict
 
 
 @pytest.mark.parametrize(
@@ -118,3 +120,28 @@ def test_the_filters_load_in_a_template() -> None:
          "device": "chip", "mfu": 0.588}
     )  # fmt: skip
     assert template.render(context) == "4,709,376 USD · 12,676 days · 796,443 chip-hours · 58.8 %"
+
+
+@pytest.mark.parametrize(
+    ("value", "code", "tone"),
+    [
+        ({"memory_verdict": "tight", "fits_in_memory": True}, "tight", "warn"),
+        ({"fits_in_memory": False}, "does_not_fit", "bad"),
+        (
+            {"fits_in_memory": True, "memory_headroom": {"usable_gib": 43.2, "headroom_gib": -3.8}},
+            "tight",
+            "warn",
+        ),
+        ("fits", "fits", "good"),
+    ],
+)
+def test_memory_verdict_gives_one_label_and_tone(value: object, code: str, tone: str) -> None:
+    verdict = memory_verdict(value)
+    assert verdict is not None
+    assert (verdict["code"], verdict["tone"]) == (code, tone)
+    assert verdict["label"] == {c: label for c, label, _ in MEMORY_VERDICTS}[code]
+
+
+def test_memory_verdict_of_nothing_is_none() -> None:
+    assert memory_verdict(None) is None
+    assert memory_verdict({}) is None

@@ -41,7 +41,7 @@ def test_pricing_demo_load_is_idempotent() -> None:
     counts = _counts()
     second = pricing_demo_load()
     assert _counts() == counts
-    assert any("published with 65 entries (14 flagged" in line for line in first)
+    assert any("published with 72 entries (16 flagged" in line for line in first)
     assert any("present" in line for line in second)
 
 
@@ -71,3 +71,31 @@ def test_pricing_demo_load_grants_the_pricing_admin_group_model_permissions() ->
     granted = set(Group.objects.get(name=PRICING_ADMIN).permissions.all())
     assert granted == set(Permission.objects.filter(content_type__app_label="pricing"))
     assert "change_pricebook" in {p.codename for p in granted}
+
+
+#: The cards people fine-tune on, with the on-demand prices per GPU-hour the demo book lists
+#: for them (RunPod's secure cloud and Lambda, skypilot-catalog v7 copies; see data/README.md).
+FINE_TUNING_PRICES = {
+    "L40S": {("runpod", "0.43")},
+    "L4": {("runpod", "0.44")},
+    "RTX-A6000": {("runpod", "0.49"), ("lambda", "0.8")},
+    "RTX-6000-ADA": {("runpod", "0.77")},
+}
+
+
+def test_pricing_demo_load_prices_the_fine_tuning_cards() -> None:
+    pricing_demo_load()
+    for catalog_id, expected in FINE_TUNING_PRICES.items():
+        assert catalog_id in load_catalog()
+        entries = PriceEntry.objects.filter(
+            book__name=EXAMPLE_BOOK_NAME,
+            accelerator__catalog_id=catalog_id,
+            pricing_type="on_demand",
+        )
+        found = {(e.provider.slug, f"{e.price_per_accelerator_hour.normalize()}") for e in entries}
+        assert found == expected, catalog_id
+        assert all("skypilot-catalog catalogs/v7/" in entry.source for entry in entries)
+    flagged = PriceEntry.objects.filter(
+        book__name=EXAMPLE_BOOK_NAME, accelerator__catalog_id="L40S"
+    )
+    assert all(entry.data_flag.startswith("SUSPECT") for entry in flagged)  # spot > on-demand

@@ -12,8 +12,10 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from estimator.core.memory import result_memory_verdict
 from planner.budgets.models import BudgetRequest
 from planner.budgets.warnings import BLOCK
+from planner.common.labels import MEMORY_VERDICTS
 from planner.scenarios.commitments import commitment_of, commitment_sentences
 from planner.scenarios.models import PriceSource
 from pricing.models import PricingType
@@ -67,7 +69,7 @@ COLUMN_KINDS = {
     "Run": "id", "GPUs": "count", "Cost P10": "money", "Cost P50": "money",
     "Cost P90": "money", "Days P10": "days", "Days P50": "days", "Days P90": "days",
     "GPU-hours P50": "gpu_hours", "Cost per M tokens": "money", "MFU": "share",
-    "Fits in memory": BOOL, "Chosen": BOOL, "Chance in time": "share", "Days": "days",
+    "Memory": TEXT, "Chosen": BOOL, "Chance in time": "share", "Days": "days",
     "GPU-hours": "gpu_hours",
     "Share of total": "share", "Share of margin-free step time": "share",
     "Seconds per step": "seconds", "LoRA rank": "id", "Trainable parameters": "count",
@@ -253,10 +255,15 @@ def summary_rows(context: dict[str, Any]) -> list[Row]:
     ]  # fmt: skip
 
 
+def memory_label(figures: Mapping[str, Any]) -> str:
+    """The memory verdict of a run's or a lever's figures in words, as the pages give it."""
+    return {code: label for code, label, _tone in MEMORY_VERDICTS}[result_memory_verdict(figures)]
+
+
 COMPARISON_HEADER = (
     "Scenario", "Accelerator", "GPUs", "Currency", "Cost P10", "Cost P50", "Cost P90",
     "Days P10", "Days P50", "Days P90", "GPU-hours P50", "Cost per M tokens", "MFU",
-    "Fits in memory", "Bottleneck", "Chosen", "Deadline", "Chance in time",
+    "Memory", "Bottleneck", "Chosen", "Deadline", "Chance in time",
 )  # fmt: skip
 
 
@@ -271,7 +278,7 @@ def comparison_rows(context: dict[str, Any]) -> list[list[Any]]:
             *(days.get(k) for k in ("p10", "p50", "p90")),
             Decimal((run.get("gpu_hours") or {}).get("p50", "0")),
             Decimal(run["cost_per_million_tokens"]) if run.get("cost_per_million_tokens") else None,
-            run.get("mfu"), run.get("fits_in_memory"), run.get("bottleneck"), chosen,
+            run.get("mfu"), memory_label(run), run.get("bottleneck"), chosen,
             deadline.get("text"), deadline.get("probability"),
         ])  # fmt: skip
     return rows
@@ -377,7 +384,7 @@ def _bill_rows(context: dict[str, Any]) -> list[list[Any]]:
 
 
 LEVERS_HEADER = (
-    "Change", "Fits in memory", "Days", "GPU-hours", "Cost", "Cost saved", "Why",
+    "Change", "Memory", "Days", "GPU-hours", "Cost", "Cost saved", "Why",
 )  # fmt: skip
 
 
@@ -385,7 +392,7 @@ def _lever_rows(context: dict[str, Any]) -> list[list[Any]]:
     return [
         [
             lever["change"],
-            lever["fits_in_memory"],
+            memory_label(lever),
             lever["training_days"],
             Decimal(str(lever["gpu_hours"])),
             Decimal(lever["cost"]),

@@ -296,7 +296,13 @@ def priced_levers(
         gpus = int(lever["scenario"]["cluster"]["num_gpus"])
         cost = cost_of(lever["gpu_hours"], price, _lever_minimum(run.price, run_gpus, gpus))
         priced.append({**lever, "cost": str(cost), "cost_saved": str(baseline - cost)})
-    priced.sort(key=lambda lever: (not lever["fits_in_memory"], -Decimal(lever["cost_saved"])))
+    priced.sort(
+        key=lambda lever: (
+            not lever["fits_in_memory"],
+            not lever.get("makes_it_fit", False),  # levers stored before it was known: False
+            -Decimal(lever["cost_saved"]),
+        )
+    )
     return priced
 
 

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from estimator.core import ScenarioError, estimate, validate_scenario
+from estimator.core.envelope import EXPORT_FORMAT, EXPORT_VERSION
 from lib.actors import Actor, actor_user
 from lib.text import nul_problem
 from lib.updates import audit_diff, model_update
@@ -24,9 +25,6 @@ from planner.scenarios.prices import (
     price_get,
 )
 from pricing.models import OnPremProfile, PriceEntry, VendorQuote
-
-EXPORT_FORMAT = "trainplan-scenario"
-EXPORT_VERSION = 1
 
 
 def scenario_spec_check(spec: Any) -> dict[str, Any]:
@@ -63,9 +61,9 @@ def scenario_fit_note(spec: dict[str, Any]) -> str:
     have = float(result["accelerator_memory_gib"])
     return (
         f"This layout does not fit in memory: it needs {needed:,.0f} GiB per GPU of "
-        f"{have:,.0f} GiB. Its runs will say so, and a budget for them needs an override "
-        "reason. More GPUs, more model parallelism, a higher ZeRO stage or recomputation "
-        'would fit it; "auto" searches for a layout that fits.'
+        f"{have:,.0f} GiB. Its runs will say so, and no budget can be requested from them. "
+        "More GPUs, more model parallelism, a higher ZeRO stage or recomputation "
+        'would fit it (a run lists the memory levers); "auto" searches for a layout that fits.'
     )
 
 

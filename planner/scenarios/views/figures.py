@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from estimator.core.memory import result_memory_verdict
 from planner.budgets.warnings import BudgetWarning, runs_warnings
 from planner.common.labels import MEMORY_PARTS, STEP_PARTS
 from planner.scenarios.breakdowns import (
@@ -223,6 +224,7 @@ def _table_row(row: ComparisonRow, warnings: Mapping[int, list[BudgetWarning]]) 
         "cost_per_million": _cost_per_million(row),
         "mfu_percent": result["mfu"] * 100 if result else None,
         "fits": result.get("fits_in_memory"),
+        "memory_verdict": result_memory_verdict(result) if result else None,
         "memory_total": memory.get("total"),
         "memory_capacity": result.get("accelerator_memory_gib"),
         "bottleneck": BOTTLENECKS.get(result.get("bottleneck", ""), result.get("bottleneck")),

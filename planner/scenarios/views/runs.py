@@ -14,6 +14,8 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from lib.broker import runs_in_process
+from planner.budgets.services import RUN_DOES_NOT_FIT
 from planner.budgets.warnings import run_warnings
 from planner.common.errors import NotAllowed, PlannerError
 from planner.common.views import can_author, forbidden
@@ -34,7 +36,7 @@ def run_start(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, error.message)
         return redirect(scenario)
     run.refresh_from_db(fields=["status", "dispatched_at"])
-    if run.status == RunStatus.QUEUED and run.dispatched_at is None:
+    if run.status == RunStatus.QUEUED and run.dispatched_at is None and not runs_in_process():
         messages.warning(
             request,
             f"Run {run.pk} of '{scenario.name}' is saved, but no worker can be reached: "
@@ -61,6 +63,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "sensitivity": run.sensitivity if succeeded else None,
         "bill": (run.budget or {}).get("bill") if succeeded else None,
         "can_author": can_author(request.user, run.scenario.project.organisation),
+        "budget_refusal": RUN_DOES_NOT_FIT.format(run=run.pk) if run.does_not_fit else "",
     }
     return render(request, "planner/run_detail.html", context)
 
@@ -95,7 +98,7 @@ def status_data(run: EstimationRun) -> dict[str, object]:
     return {
         "id": run.pk,
         "status": run.status,
-        "status_label": run.get_status_display(),
+        "status_label": run.status_label,  # "Does not fit in memory" rather than "Succeeded"
         # waiting, running, worker_lost, succeeded or failed: what the bar shows
         "state": state.code,
         "state_message": state.message,

@@ -75,7 +75,8 @@ def scenario_create(request: HttpRequest, pk: int) -> HttpResponse:
     project = _author_project(request, pk)
     if not can_author(request.user, project.organisation):
         return forbidden(request, refusal(project, "add scenarios"))
-    recipe_id = request.GET.get("recipe", "")  # "Start from a recipe" (works without scripts)
+    # "Start from a recipe" (works without scripts); a failed save keeps the recipe chosen.
+    recipe_id = request.POST.get("recipe") or request.GET.get("recipe", "")
     form = ScenarioForm(
         request.POST or None,
         initial=ScenarioForm.initial_for_new(recipe_id),

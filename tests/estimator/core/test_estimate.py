@@ -107,8 +107,10 @@ def test_estimate_warns_does_not_fit() -> None:
     )
     result = estimate(data)
     assert result["fits_in_memory"] is False
-    needed = round(result["memory_per_gpu_gib"]["total"])
-    assert f"does not fit: {needed} GiB needed of 80 GiB" in result["warnings"]
+    assert result["memory_verdict"] == "does_not_fit"
+    needed = result["memory_per_gpu_gib"]["total"]
+    note = f"does not fit in memory: needs {needed:.1f} GiB per device, A100-80GB-SXM has 80 GiB"
+    assert note in result["warnings"]
 
 
 def test_estimate_auto_parallelism_picks_a_fitting_layout() -> None:

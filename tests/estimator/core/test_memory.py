@@ -340,3 +340,23 @@ def test_mla_activations_keep_the_heads_split_and_the_latents_whole() -> None:
     assert_allclose(per_layer(kv_lora_rank=512 + 64) - base, tokens * 2 * 64, rtol=1e-12)
     assert_allclose(per_layer(v_head_dim=128 + 32) - base, tokens * 2 * 2 * 128 * 32 / tp,
                     rtol=1e-12)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("needed", "verdict"),
+    [(40.0, "fits"), (43.2, "fits"), (43.3, "tight"), (48.0, "tight"), (48.1, "does_not_fit")],
+)
+def test_memory_verdict_against_usable_and_device_memory(needed: float, verdict: str) -> None:
+    # 48 GiB device, 10 % headroom: 43.2 GiB usable.
+    assert memory.memory_verdict(needed, 43.2, 48.0) == verdict
+
+
+def test_result_memory_verdict_reads_the_key_then_older_results() -> None:
+    assert memory.result_memory_verdict({"memory_verdict": "tight", "fits_in_memory": True}) == (
+        "tight"
+    )
+    over = {"fits_in_memory": True, "memory_headroom": {"usable_gib": 43.2, "headroom_gib": -3.8}}
+    assert memory.result_memory_verdict(over) == "tight"
+    room = {"fits_in_memory": True, "memory_headroom": {"usable_gib": 43.2, "headroom_gib": 1.0}}
+    assert memory.result_memory_verdict(room) == "fits"
+    assert memory.result_memory_verdict({"fits_in_memory": False}) == "does_not_fit"

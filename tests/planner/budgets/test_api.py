@@ -218,41 +218,24 @@ def too_big_run(
         return finished_run(too_big_scenario(scenario.project, requester), requester)
 
 
-def test_a_run_that_does_not_fit_is_a_400_on_run_unless_an_override_reason_is_given(
+def test_a_run_that_does_not_fit_is_a_400_on_run_even_with_an_override_reason(
     requester_api: APIClient, requester: User, too_big_run: EstimationRun
 ) -> None:
-    run = too_big_run
-    body = {"run": run.pk, "title": "70B", "justification": "j"}
-    refused = requester_api.post(LIST_URL, body, format="json")
-    assert refused.status_code == 400
-    assert "does not fit in memory" in refused.json()["run"][0]
-    assert "override reason" in refused.json()["run"][0]
+    body = {"run": too_big_run.pk, "title": "70B", "justification": "j"}
+    for extra in ({}, {"override_reason": "Finance wants the single-node figure."}):
+        refused = requester_api.post(LIST_URL, body | extra, format="json")
+        assert refused.status_code == 400
+        assert "does not fit in memory" in refused.json()["run"][0]
+        assert "not achievable" in refused.json()["run"][0]
     assert not BudgetRequest.objects.exists()
-    reason = "Finance wants the single-node figure; we rerun on 64 GPUs."
-    created = requester_api.post(LIST_URL, body | {"override_reason": reason}, format="json")
-    assert created.status_code == 201, created.json()
-    assert created.json()["override_reason"] == reason
-    detail = requester_api.get(_url(created.json()["id"])).json()
-    assert detail["warnings"][0]["code"] == "does_not_fit"
-    assert detail["warnings"][0]["severity"] == "block"
-    submitted = requester_api.post(_url(created.json()["id"], "submit"), {}, format="json")
-    assert submitted.status_code == 200, submitted.json()
-    snapshot = requester_api.get(_url(created.json()["id"])).json()["snapshot"]
-    assert snapshot["override_reason"] == reason
-    assert snapshot["warnings"][0]["code"] == "does_not_fit"
 
 
-def test_the_override_reason_cannot_be_patched_away_while_the_run_does_not_fit(
-    requester_api: APIClient, requester: User, too_big_run: EstimationRun
+def test_a_run_says_its_memory_verdict(
+    requester_api: APIClient, too_big_run: EstimationRun
 ) -> None:
-    run = too_big_run
-    draft = services.budget_request_create(
-        user=requester, run=run, title="70B", justification="j", override_reason="Because."
-    )
-    response = requester_api.patch(_url(draft), {"override_reason": ""}, format="json")
-    assert response.status_code == 400
-    assert "override reason" in response.json()["run"][0]
-    assert BudgetRequest.objects.get(pk=draft.pk).override_reason == "Because."
+    body = requester_api.get(f"/api/v1/runs/{too_big_run.pk}/").json()
+    assert body["memory_verdict"] == "does_not_fit"
+    assert body["result"]["fits_in_memory"] is False
 
 
 @pytest.mark.parametrize("user_fixture", ["approver", "viewer"])

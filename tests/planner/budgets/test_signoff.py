@@ -418,6 +418,21 @@ def test_the_data_sheet_keeps_the_full_precision_of_the_snapshot(
         assert figures["MFU"] == pytest.approx(run["mfu"], rel=1e-15)
         assert Decimal(str(figures["Cost P90"])) == Decimal(run["cost"]["p90"])
         assert Decimal(str(figures["GPU-hours P50"])) == Decimal(run["gpu_hours"]["p50"])
+        assert run["memory_verdict"] == "fits"
+        assert figures["Memory"] == "fits in memory"  # the verdict in the pages' words
+
+
+def test_an_old_snapshot_without_the_verdict_shows_the_one_its_figures_give(
+    submitted: BudgetRequest,
+) -> None:
+    snapshot = submitted.snapshot or {}
+    del snapshot["chosen"]["memory_verdict"]
+    snapshot["chosen"]["fits_in_memory"] = False
+    BudgetRequest.objects.filter(pk=submitted.pk).update(snapshot=snapshot)
+    rows = list(
+        _book(BudgetRequest.objects.get(pk=submitted.pk))["Data"].iter_rows(values_only=True)
+    )
+    assert dict(zip(COMPARISON_HEADER, rows[1], strict=True))["Memory"] == "does not fit in memory"
 
 
 def test_the_xlsx_columns_are_as_wide_as_their_text(submitted: BudgetRequest) -> None:

@@ -643,28 +643,34 @@ def too_big(
 
 def test_the_run_page_says_a_run_does_not_fit(too_big: EstimationRun, requester: User) -> None:
     html = _text(_client(requester).get(reverse("planner:run-detail", args=[too_big.pk])))
-    assert 'data-testid="run-does-not-fit"' in html
+    assert 'data-status="does_not_fit"' in html
     guards = html.split('data-testid="run-guards"', 1)[1].split("</section>", 1)[0]
     assert 'data-code="does_not_fit"' in guards
     assert 'data-severity="block"' in guards
 
 
-def test_the_form_asks_why_and_refuses_a_run_that_does_not_fit_without_a_reason(
+def test_the_form_refuses_a_run_that_does_not_fit_and_the_run_page_says_why(
     too_big: EstimationRun, requester: User
 ) -> None:
     client = _client(requester)
     url = reverse("planner:budget-create", args=[too_big.pk])
-    page = client.get(url)
-    assert "override_reason" in page.context["form"].fields
-    assert 'data-testid="form-guards"' in _text(page)
-    body = {"title": "70B", "justification": "Go.", "basis": "p90"}
-    refused = client.post(url, body)
-    assert refused.status_code == 200
-    assert "does not fit in memory" in refused.context["form"].errors["override_reason"][0]
+    for response in (client.get(url), client.post(url, {"title": "70B", "justification": "Go."})):
+        assert response.status_code == 302
+        assert response["Location"] == too_big.get_absolute_url()
     assert not BudgetRequest.objects.exists()
-    saved = client.post(url, body | {"override_reason": "Finance asked for this figure."})
-    assert saved.status_code == 302
-    assert BudgetRequest.objects.get().override_reason == "Finance asked for this figure."
+    page = _text(client.get(too_big.get_absolute_url()))
+    assert 'data-status="does_not_fit"' in page
+    assert ">Does not fit in memory<" in page
+    assert 'data-testid="request-budget"' not in page
+    assert 'data-testid="request-budget-refused"' in page
+    assert "not achievable" in page.split('data-testid="budget-refusal"', 1)[1]
+    assert 'data-testid="figures-not-achievable"' in page
+    assert 'class="kpis unachievable"' in page
+    scenario_page = _text(client.get(too_big.scenario.get_absolute_url()))
+    assert 'data-status="does_not_fit">Does not fit in memory<' in scenario_page
+    assert 'data-status="succeeded"' not in scenario_page
+    status = client.get(reverse("planner:run-status", args=[too_big.pk])).json()
+    assert (status["status"], status["status_label"]) == ("succeeded", "Does not fit in memory")
 
 
 def test_a_run_that_fits_is_not_asked_for_a_reason(
@@ -675,24 +681,20 @@ def test_a_run_that_fits_is_not_asked_for_a_reason(
 
 
 def test_the_approver_sees_every_warning_above_the_approve_button(
-    too_big: EstimationRun, requester: User, approver: User
+    runs: list[EstimationRun], requester: User, approver: User
 ) -> None:
-    PriceEntry.objects.filter(pk=too_big.scenario.price_entry_id or 0).update(
+    run = runs[0]
+    PriceEntry.objects.filter(pk=run.scenario.price_entry_id or 0).update(
         data_flag="SUSPECT: GPU spot > on-demand - verify"
     )
-    draft = budget_request_create(
-        user=requester, run=too_big, title="70B", justification="Go.", override_reason="Because."
-    )
+    draft = budget_request_create(user=requester, run=run, title="8B", justification="Go.")
     budget_request_submit(user=requester, request=draft)
     html = _text(_client(approver).get(_url("budget-detail", draft)))
     form = html.split('data-testid="decision-form"', 1)[1]
     warnings, buttons = form.split('data-testid="approve-budget"', 1)[0], form
-    assert 'data-code="does_not_fit"' in warnings
     assert 'data-code="price_flagged"' in warnings
     assert "SUSPECT: GPU spot &gt; on-demand - verify" in warnings
     assert 'data-testid="approve-budget"' in buttons
-    assert 'data-testid="override-reason"' in html
-    assert "Because." in html.split('data-testid="override-reason"', 1)[1]
 
 
 def test_saving_a_scenario_whose_layout_does_not_fit_warns_at_once(

@@ -20,7 +20,6 @@ from planner.budgets.models import AuditEvent, BudgetRequest
 from planner.budgets.services import (
     budget_request_create,
     budget_request_submit,
-    budget_request_update,
 )
 from planner.budgets.warnings import (
     ABOVE_CEILING,
@@ -177,50 +176,27 @@ def test_p90_above_the_ceiling_warns_and_at_or_below_it_does_not(fine: Estimatio
     assert ABOVE_CEILING in _codes(fine, project=project)
 
 
-# --- The refusal and the override --------------------------------------------------------------
+# --- The refusal -------------------------------------------------------------------------------
 
 
-def test_a_budget_for_a_run_that_does_not_fit_is_refused_without_a_reason(
-    too_big: EstimationRun, requester: User
+@pytest.mark.parametrize("override_reason", ["", "Finance asked for the single-node figure."])
+def test_a_budget_for_a_run_that_does_not_fit_is_refused_even_with_a_reason(
+    too_big: EstimationRun, requester: User, override_reason: str
 ) -> None:
+    assert too_big.does_not_fit
     with pytest.raises(PlannerError) as refused:
-        budget_request_create(user=requester, run=too_big, title="70B", justification="Go.")
+        budget_request_create(
+            user=requester,
+            run=too_big,
+            title="70B",
+            justification="Go.",
+            override_reason=override_reason,
+        )
     assert refused.value.field == "run"
     assert "does not fit in memory" in refused.value.message
-    assert "override reason" in refused.value.message
+    assert "not achievable" in refused.value.message
     assert not BudgetRequest.objects.exists()  # nothing half-written
     assert not AuditEvent.objects.exists()
-
-
-def test_an_override_reason_is_kept_in_the_audit_trail_and_the_snapshot(
-    too_big: EstimationRun, requester: User
-) -> None:
-    reason = "We will rerun on 64 GPUs; finance asked for the single-node figure."
-    draft = budget_request_create(
-        user=requester, run=too_big, title="70B", justification="Go.", override_reason=f" {reason} "
-    )
-    assert draft.override_reason == reason
-    created = AuditEvent.objects.get(request=draft, action="created")
-    assert reason in created.comment
-    assert "does not fit in memory" in created.comment
-    assert created.changes["override_reason"] == [None, reason]
-    submitted = budget_request_submit(user=requester, request=draft)
-    assert _snapshot(submitted)["override_reason"] == reason
-    codes = [(item["code"], item["severity"]) for item in _snapshot(submitted)["warnings"]]
-    assert codes[0] == (DOES_NOT_FIT, BLOCK)
-
-
-def test_the_reason_cannot_be_taken_back_while_the_run_does_not_fit(
-    too_big: EstimationRun, requester: User
-) -> None:
-    draft = budget_request_create(
-        user=requester, run=too_big, title="70B", justification="Go.", override_reason="Because."
-    )
-    with pytest.raises(PlannerError) as refused:
-        budget_request_update(user=requester, request=draft, override_reason=" ")
-    assert refused.value.field == "run"
-    draft.refresh_from_db()
-    assert draft.override_reason == "Because."
 
 
 def test_a_reason_is_not_needed_for_a_run_that_fits(fine: EstimationRun, requester: User) -> None:

@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
+from lib.broker import WAITING_IN_PROCESS, runs_in_process
 from planner.scenarios.models import EstimationRun, RunStatus, Scenario
 from planner.scenarios.services import run_execute
 from planner.scenarios.services.runs import DEFAULT_SAMPLES
@@ -39,7 +40,10 @@ def test_run_start_is_a_202_and_queues_the_task_on_commit(
     assert (body["scenario"], body["result"], body["attempts"]) == (scenario.pk, None, 0)
     # Not yet sent (the commit has not run its callback): saved, waiting for a worker.
     assert (body["state"], body["dispatched_at"], body["heartbeat_at"]) == ("waiting", None, None)
-    assert "will start when workers are back" in body["state_message"]
+    if runs_in_process():  # the embedded default: the task runs here once committed
+        assert body["state_message"] == WAITING_IN_PROCESS
+    else:
+        assert "will start when workers are back" in body["state_message"]
     assert body["inputs"]["scenario"] == scenario.spec
     assert body["price"]["id"] == scenario.price_entry_id
     assert response["Location"].endswith(f"/api/v1/runs/{body['id']}/")

@@ -88,6 +88,15 @@ def _scroll_to(browser: WebDriver, selector: str) -> None:
 
 def _save_and_run(browser: WebDriver, screenshot: Screenshot, name: str, label: str) -> None:
     _type(browser, "name", name)
+    browser.find_element(By.CSS_SELECTOR, "[data-testid=save-scenario]").click()  # no price
+    WebDriverWait(browser, 15).until(
+        lambda driver: driver.find_elements(
+            By.CSS_SELECTOR, ".errorlist, [data-testid=form-errors]"
+        )
+    )
+    picker = Select(browser.find_element(By.CSS_SELECTOR, "[data-testid=recipe-select]"))
+    assert picker.first_selected_option.get_attribute("value") == RECIPE  # not reset
+    assert _value(browser, "name") == name
     price = list_price("H100-SXM", provider="nebius")
     Select(browser.find_element(By.NAME, "price")).select_by_value(f"price_entry:{price.pk}")
     screenshot(f"{label}-form")

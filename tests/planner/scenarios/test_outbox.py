@@ -25,10 +25,12 @@ from django.urls import reverse
 from django.utils import timezone
 from pytest_django.fixtures import Settings
 
+from lib.broker import WAITING_IN_PROCESS, waiting_message
 from planner.scenarios.models import WORKER_LOST, EstimationRun, RunStatus, Scenario
 from planner.scenarios.services import run_execute, run_start
 from planner.scenarios.services.runs import runs_dispatch_pending, runs_recover_lost
 from planner.tasks import dispatch_pending
+from tests.planner.conftest import api_client
 from tests.services import wait_for
 from trainplan.celery import app as celery_app
 
@@ -50,6 +52,7 @@ def broker_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
         raise ConnectionRefusedError(111, "Connection refused")
 
     monkeypatch.setattr("lib.broker.publish", refuse)
+    monkeypatch.setitem(celery_app.conf, "task_always_eager", False)  # a broker, and it is down
 
 
 def _client(user: User) -> Client:
@@ -114,7 +117,33 @@ def test_a_dispatched_run_no_worker_took_yet_is_waiting(
     with django_capture_on_commit_callbacks(execute=False):
         run = run_start(user=requester, scenario=scenario, seed=1, samples=200)
     EstimationRun.objects.filter(pk=run.pk).update(dispatched_at=timezone.now())
-    assert _status(_client(requester), run)["state_message"] == "Waiting for a worker…"
+    assert _status(_client(requester), run)["state_message"] == waiting_message()
+
+
+def test_in_process_a_saved_run_does_not_wait_for_a_worker(
+    eager: None,
+    requester: User,
+    scenario: Scenario,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    with django_capture_on_commit_callbacks(execute=False):
+        run = run_start(user=requester, scenario=scenario, seed=1, samples=200)
+    message = _status(_client(requester), run)["state_message"]
+    assert message == WAITING_IN_PROCESS
+    assert "waiting for a worker" not in message.lower()
+    assert "workers are back" not in message
+
+
+@pytest.mark.django_db(transaction=True)  # commits as the embedded default does, at once
+def test_in_process_the_api_answers_with_the_finished_run(
+    eager: None, requester: User, scenario: Scenario
+) -> None:
+    client = api_client(requester)
+    response = client.post(f"/api/v1/scenarios/{scenario.pk}/runs/", {"samples": 200})
+    assert response.status_code == 202, response.json()
+    body = response.json()
+    assert (body["status"], body["state"]) == ("succeeded", "succeeded")
+    assert "worker" not in body["state_message"].lower()
 
 
 def test_a_run_whose_worker_went_quiet_shows_worker_lost_then_runs_again(

@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils import timezone
 
+from lib.broker import WAITING_IN_PROCESS, runs_in_process
 from planner.scenarios.models import EstimationRun, Scenario
 from planner.scenarios.services import run_execute, run_start
 from tests.planner.conftest import Capture, _budget, _client
@@ -38,8 +39,9 @@ def test_a_run_starts_from_the_page_and_its_status_follows_it(
         "status": "queued",
         "status_label": "Queued",
         "state": "waiting",  # its task is not sent: the callback above did not run
-        "state_message": "Waiting for a worker: your run is saved and will start when "
-        "workers are back.",
+        "state_message": WAITING_IN_PROCESS
+        if runs_in_process()  # the embedded default: no worker exists or is needed
+        else "Waiting for a worker: your run is saved and will start when workers are back.",
         "progress": 0.0,
         "progress_message": "",
         "error": "",

@@ -5,26 +5,21 @@ targets, frozen layers, optimizer and CPU offload, to and from the contract's ``
 
 from __future__ import annotations
 
-from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
-from django.utils import timezone
 
 from estimator.core import estimate, validate_scenario
 from estimator.core.presets import load_recipes, recipe_scenario
 from estimator.core.scenario import OFFLOAD_MODES, OPTIMIZERS
-from organisations.demo import demo_organisation
 from planner.common import labels
 from planner.scenarios.forms import ScenarioForm, recipes_for_page
 from planner.scenarios.models import Project, Scenario
 from planner.scenarios.services import scenario_update
-from pricing.models import Accelerator, PriceEntry, VendorQuote
-from pricing.services.quotes import quote_create
-from tests.planner.conftest import _client, _form_refusal_check, list_price
+from pricing.models import PriceEntry, VendorQuote
+from tests.planner.conftest import _client, _form_refusal_check, book_price, list_price
 
 pytestmark = pytest.mark.django_db
 
@@ -69,18 +64,6 @@ def _create(user: User, project: Project, **changes: Any) -> Scenario:
     response = _client(user).post(url, _scenario_form(list_price("H100-SXM"), **changes))
     assert response.status_code == 302, response.context["form"].errors
     return Scenario.objects.get(name=changes.get("name", "Llama 3 8B fine-tune"))
-
-
-def _quote_for(catalog_id: str) -> VendorQuote:
-    """An hourly vendor quote for an accelerator the demo price book does not list."""
-    today = timezone.localdate()
-    return quote_create(
-        user=None, organisation=demo_organisation(), vendor="Test Compute",
-        reference=f"TEST-{catalog_id}",
-        accelerator=Accelerator.objects.get(catalog_id=catalog_id), accelerator_count=16,
-        price_per_accelerator_hour=Decimal("1.50"), currency="USD", valid_from=today,
-        valid_until=today + timedelta(days=30), terms="test",
-    )  # fmt: skip
 
 
 def _as_posted(form: ScenarioForm) -> dict[str, Any]:
@@ -320,11 +303,25 @@ def test_a_recipe_saved_from_the_form_is_the_recipes_scenario(
     requester: User, project: Project, prices: None, recipe_id: str
 ) -> None:
     recipe = load_recipes()[recipe_id]
-    accelerator = recipe.cluster["accelerator"]
-    has_list_price = PriceEntry.objects.filter(accelerator__catalog_id=accelerator).exists()
-    price = list_price(accelerator) if has_list_price else _quote_for(accelerator)
+    price = book_price(recipe.cluster["accelerator"])  # the demo book prices every recipe
     response = _post_initial(requester, project, recipes_for_page()[recipe_id]["fields"], price)
     assert response.status_code == 302, response.context["form"].errors
     scenario = Scenario.objects.get(name=recipe.name)
     assert validate_scenario(scenario.spec) == validate_scenario(recipe_scenario(recipe))
     assert scenario.model_preset == recipe.model_preset
+
+
+def test_a_failed_save_keeps_the_recipe_chosen(requester: User, project: Project) -> None:
+    recipe = "llama3-8b-qlora-r64-1xl40s"
+    initial = recipes_for_page()[recipe]["fields"]
+    data = {key: value for key, value in initial.items() if value not in (None, False)}
+    data = {key: ("on" if value is True else value) for key, value in data.items()}
+    data.update(pue="1.20", utilisation_low="0.900", utilisation_high="1.000", recipe=recipe)
+    url = reverse("planner:scenario-create", args=[project.pk])
+    response = _client(requester).post(url, data)  # no price chosen: refused
+    assert response.status_code == 200
+    assert response.context["form"].errors["price"]
+    body = response.content.decode()
+    assert f'<option value="{recipe}" selected>' in body
+    assert f'name="recipe" value="{recipe}"' in body  # sent again with the next save
+    assert not Scenario.objects.exists()

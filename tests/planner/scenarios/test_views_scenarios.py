@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from datetime import timedelta
 from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 from django.utils import timezone
 
+from estimator.core import estimate
 from estimator.core.presets import load_presets
 from planner.budgets.models import AuditEvent, BudgetRequest
 from planner.budgets.services import budget_request_create
@@ -389,3 +393,23 @@ def test_an_edited_scenario_is_deleted_but_its_audit_trail_keeps_the_project(
     assert response.status_code == 409
     assert "cannot be deleted: the audit trail records its history" in response.content.decode()
     assert Project.objects.filter(pk=scenario.project.pk).exists()
+
+
+def test_the_command_line_estimates_the_pages_export_as_it_is(
+    scenario: Scenario, requester: User, tmp_path: Path
+) -> None:
+    export = _client(requester).get(reverse("planner:scenario-export", args=[scenario.pk]))
+    path = tmp_path / "export.json"
+    path.write_bytes(export.content)
+    done = subprocess.run(
+        [sys.executable, "-m", "estimator", "estimate", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout)
+    direct = estimate(scenario.spec)
+    assert printed["training_days"] == pytest.approx(direct["training_days"], rel=1e-9)
+    assert printed["memory_verdict"] == direct["memory_verdict"]
