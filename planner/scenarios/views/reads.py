@@ -17,6 +17,7 @@ from lib.actors import Actor
 from organisations.models import Organisation, Role
 from planner.common.access import user_roles
 from planner.scenarios import selectors
+from planner.scenarios.deadline import run_deadline
 from planner.scenarios.models import EstimationRun, Project, RunStatus, Scenario
 
 CENT = Decimal("0.01")
@@ -88,6 +89,13 @@ class ScenarioRow:
         if self.ceiling is None or self.cost_p90 is None:
             return None
         return self.cost_p90 <= self.ceiling
+
+    @property
+    def deadline(self) -> Any:
+        """The latest successful run against the project's deadline (a DeadlineCheck), or None."""
+        if self.succeeded is None:
+            return None
+        return run_deadline(self.succeeded, project=self.scenario.project)
 
     @property
     def is_active(self) -> bool:

@@ -149,3 +149,27 @@ def test_the_comparison_api_has_layout_speed_budget_and_deadline(
         assert Decimal(row["requested"]) == Decimal((run.budget or {})["requested"])
         assert row["deadline"]["verdict"] == verdict
         assert row["deadline"]["probability"] == run_deadline_json(run)["probability"]  # type: ignore[index]
+
+
+def test_the_project_page_gives_each_scenario_its_verdict(
+    two_runs: list[EstimationRun], requester: User
+) -> None:
+    project = two_runs[0].scenario.project
+    _due_in(project, _deadline_between(two_runs))
+    page = _client(requester).get(project.get_absolute_url()).content.decode()
+    for run in two_runs:
+        row = page.partition(f'data-scenario-id="{run.scenario_id}"')[2].partition("</tr>")[0]
+        check = run_deadline(run)
+        assert check is not None
+        shown = row.partition('data-testid="row-deadline"')[2]
+        assert f'data-verdict="{check.verdict}"' in shown
+        assert f"{check.probability_text} chance in time" in shown
+    verdicts = {run_deadline(run).verdict for run in two_runs}  # type: ignore[union-attr]
+    assert verdicts == {MEETS, MISSES_P50}
+
+
+def test_the_project_page_says_nothing_of_a_deadline_it_does_not_have(
+    run: EstimationRun, requester: User
+) -> None:
+    page = _client(requester).get(run.scenario.project.get_absolute_url()).content.decode()
+    assert 'data-testid="row-deadline"' not in page
