@@ -173,3 +173,13 @@ def test_the_project_page_says_nothing_of_a_deadline_it_does_not_have(
 ) -> None:
     page = _client(requester).get(run.scenario.project.get_absolute_url()).content.decode()
     assert 'data-testid="row-deadline"' not in page
+
+
+def test_the_dashboard_says_whether_the_fastest_scenario_meets_the_deadline(
+    two_runs: list[EstimationRun], requester: User
+) -> None:
+    project = two_runs[0].scenario.project
+    _due_in(project, _deadline_between(two_runs))
+    page = _client(requester).get(reverse("planner:project-list")).content.decode()
+    shown = page.partition('data-testid="fastest-deadline"')[2].partition("</div>")[0]
+    assert f'data-verdict="{MEETS}"' in shown  # the 256-H100 run, the fastest, meets it
