@@ -29,6 +29,7 @@ from planner.budgets.services import (
     budget_request_update,
 )
 from planner.scenarios.models import Scenario
+from planner.tasks import dispatch_pending
 from pricing.models import PriceEntry
 from tests.planner.conftest import _client, run_finished
 from tests.services import wait_for
@@ -131,6 +132,7 @@ def test_a_pack_no_worker_stored_is_rendered_once_by_its_first_download(
     draft: BudgetRequest,
     requester: User,
     approver: User,
+    eager_tasks: None,
     django_capture_on_commit_callbacks: Capture,
 ) -> None:
     with django_capture_on_commit_callbacks(execute=False):  # the task never reaches a worker
@@ -138,10 +140,17 @@ def test_a_pack_no_worker_stored_is_rendered_once_by_its_first_download(
     assert SignoffPack.objects.get(request=draft).pdf is None
     first = _get(approver, "budget-pdf", draft).content
     pack = SignoffPack.objects.get(request=draft)
-    assert (pack.renders, pack.status) == (1, PackStatus.QUEUED)  # the queued job finds it done
+    assert (pack.renders, pack.status) == (1, PackStatus.QUEUED)
     assert _get(approver, "budget-pdf", draft).content == first == bytes(pack.pdf or b"")
     assert _get(approver, "budget-xlsx", draft).content == bytes(pack.xlsx or b"")
-    assert SignoffPack.objects.get(pk=pack.pk).renders == 1
+    # The dispatcher sends the task the broker never had; it finds this edition stored.
+    assert dispatch_pending()["signoff_packs_sent"] == [pack.pk]
+    after = SignoffPack.objects.get(pk=pack.pk)
+    assert (after.status, after.renders, after.rendered_at) == (
+        PackStatus.DONE,
+        1,
+        pack.rendered_at,
+    )
 
 
 def test_a_warning_arisen_since_submission_is_a_new_edition(
