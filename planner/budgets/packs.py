@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
@@ -28,6 +29,7 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
+from redis.exceptions import RedisError
 
 from lib import broker, jobs
 from planner.budgets.models import AuditEvent, BudgetRequest, PackStatus, SignoffPack
@@ -234,10 +236,20 @@ def _store_here(request: BudgetRequest, edition: str, rendered: Rendered) -> Non
 
 
 def _preview(request: BudgetRequest, kind: Kind, edition: str) -> bytes:
-    """A draft's pack, rendered live and cached under its edition until the draft changes."""
+    """A draft's pack, rendered live and cached under its edition until the draft changes;
+    rendered uncached while the cache (Redis) cannot be reached."""
     key = f"signoff-preview:{request.pk}:{kind}:{edition}"
-    body = cache.get(key)
+    try:
+        body = cache.get(key)
+    except (RedisError, OSError):
+        logger.warning("sign-off preview cache unreachable: rendering uncached", exc_info=True)
+        return _preview_render(request, kind)
     if body is None:
-        body = signoff_pdf(request) if kind == "pdf" else signoff_xlsx(request)
-        cache.set(key, body, PREVIEW_CACHE_S)
+        body = _preview_render(request, kind)
+        with suppress(RedisError, OSError):  # the next download renders it again
+            cache.set(key, body, PREVIEW_CACHE_S)
     return bytes(body)
+
+
+def _preview_render(request: BudgetRequest, kind: Kind) -> bytes:
+    return signoff_pdf(request) if kind == "pdf" else signoff_xlsx(request)

@@ -9,6 +9,7 @@ The runs are real (executed by the worker's service); the pack's task runs in th
 from __future__ import annotations
 
 import io
+import socket
 from datetime import timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 from openpyxl import load_workbook
 from pypdf import PdfReader
+from pytest_django.fixtures import Settings
 
 from planner.budgets.models import BudgetRequest, PackStatus, SignoffPack
 from planner.budgets.packs import pack_edition, signoff_packs_recover_lost
@@ -187,6 +189,24 @@ def test_a_drafts_preview_is_cached_until_the_draft_changes(
     assert pack_edition(changed) != edition
     summary = _xlsx_summary(_get(requester, "budget-xlsx", changed).content)
     assert "8B, second thoughts" in summary.values()
+
+
+def test_a_drafts_preview_is_rendered_while_the_cache_is_down(
+    draft: BudgetRequest, requester: User, settings: Settings
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}",
+            "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 0.5},
+        }
+    }
+    response = _get(requester, "budget-xlsx", draft)
+    assert response.status_code == 200
+    assert "8B" in _xlsx_summary(response.content).values()
 
 
 def test_a_render_whose_worker_was_lost_is_queued_again(submitted: BudgetRequest) -> None:
