@@ -17,6 +17,8 @@ from planner.budgets.models import (
     BudgetState,
     Notification,
     NotificationStatus,
+    PackStatus,
+    SignoffPack,
     StateChangeRefused,
 )
 from planner.capacity.models import (
@@ -53,6 +55,7 @@ __all__ = [
     "Notification",
     "NotificationStatus",
     "Organisation",
+    "PackStatus",
     "PlanStatus",
     "PriceSource",
     "Project",
@@ -60,5 +63,6 @@ __all__ = [
     "RunState",
     "RunStatus",
     "Scenario",
+    "SignoffPack",
     "StateChangeRefused",
 ]

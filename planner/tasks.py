@@ -18,6 +18,12 @@ from planner.budgets.notifications import (
     notification_send,
     notifications_dispatch,
 )
+from planner.budgets.packs import (
+    SIGNOFF_PACK_TASK,
+    signoff_pack_render,
+    signoff_packs_dispatch_pending,
+    signoff_packs_recover_lost,
+)
 from planner.capacity.services import (
     CAPACITY_CHUNK_TASK,
     CAPACITY_DISPATCH_TASK,
@@ -116,17 +122,32 @@ def send_notification_task(self: Task, notification_id: int) -> str:
         return "failed"
 
 
+@shared_task(name=SIGNOFF_PACK_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)
+def signoff_pack_task(self: Task, pack_id: int) -> str:
+    """Render a frozen budget request's sign-off pack (PDF and XLSX) and store it, so that
+    downloads serve the stored files."""
+    return signoff_pack_render(
+        pack_id=pack_id,
+        task_id=self.request.id,
+        heartbeat_s=None if self.request.is_eager else settings.RUN_HEARTBEAT_S,
+    )
+
+
 @shared_task(name="planner.dispatch_pending")
 def dispatch_pending() -> dict[str, list[int]]:
     """The outbox's dispatcher, run by ``celery beat`` every ``DISPATCH_INTERVAL_S``: send
     what the broker missed, queue again (or fail) runs and plan chunks whose worker was
-    lost, send plan merges that never ran."""
+    lost, send plan merges that never ran, and the same for sign-off pack renders."""
     requeued, failed = runs_recover_lost()
+    packs_requeued, packs_failed = signoff_packs_recover_lost()
     return {
         "runs_sent": runs_dispatch_pending(),
         "runs_requeued": requeued,
         "runs_failed": failed,
         "notifications_sent": notifications_dispatch(),
+        "signoff_packs_sent": signoff_packs_dispatch_pending(),
+        "signoff_packs_requeued": packs_requeued,
+        "signoff_packs_failed": packs_failed,
         **capacity_plans_dispatch_pending(),
     }
 

@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from lib.appendonly import AppendOnlyModel
-from lib.jobs import Outbox
+from lib.jobs import Job, Outbox
 from lib.money import MONEY_DIGITS, MONEY_PLACES
 from planner.scenarios.models import (
     EstimationRun,
@@ -226,3 +226,45 @@ class Notification(Outbox):
 
     def __str__(self) -> str:
         return f"{self.subject} ({self.status})"
+
+
+class PackStatus(models.TextChoices):
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Rendering"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+class SignoffPack(Job):
+    """A frozen request's sign-off pack (PDF and XLSX) as rendered once by a worker, and the
+    job that renders it (:mod:`planner.budgets.packs`).
+
+    ``edition`` names what the files show: the snapshot (``snapshot_sha256``), the renderer's
+    version, the trail of decisions and the warnings arisen since submission; a download
+    serves the files while the request's edition is still this one.
+    """
+
+    request = models.OneToOneField(
+        BudgetRequest, on_delete=models.CASCADE, related_name="signoff_pack"
+    )
+    status = models.CharField(max_length=10, choices=PackStatus.choices, default=PackStatus.QUEUED)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    task_id = models.CharField(max_length=64, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    edition = models.CharField(max_length=64, blank=True, help_text="What the stored files show")
+    snapshot_sha256 = models.CharField(
+        max_length=64, blank=True, help_text="The snapshot the stored files were rendered from"
+    )
+    renderer_version = models.PositiveSmallIntegerField(default=0)
+    pdf = models.BinaryField(null=True, blank=True)
+    xlsx = models.BinaryField(null=True, blank=True)
+    rendered_at = models.DateTimeField(null=True, blank=True)
+    render_seconds = models.FloatField(null=True, blank=True)
+    renders = models.PositiveIntegerField(default=0, help_text="How many times it was rendered")
+    error = models.TextField(blank=True, help_text="Why the PDF could not be rendered")
+
+    def __str__(self) -> str:
+        return f"sign-off pack of request {self.request_id} ({self.status})"

@@ -28,7 +28,7 @@ from django.utils import timezone
 from lib.actors import Actor, actor_user
 from lib.updates import Change, audit_diff, model_update
 from organisations.models import Role
-from planner.budgets import notifications
+from planner.budgets import notifications, packs
 from planner.budgets.models import TRANSITION_TOKEN, BudgetDecision, BudgetRequest, BudgetState
 from planner.budgets.rules import (
     budget_approvals_recorded,
@@ -112,6 +112,8 @@ def _transition(
         to_state=to_state,
         comment=comment,
     )
+    if request.is_frozen:  # the pack shows the state and the trail: its next edition
+        packs.signoff_pack_queue(request)
 
 
 def _locked(request: BudgetRequest, allowed: Sequence[str], doing: str) -> BudgetRequest:
@@ -368,6 +370,7 @@ def budget_request_approve(
                      action="approval_recorded", comment=comment,
                      changes={"approvals": [approvals - 1, approvals],
                               "required": [None, current.approvals_required]})  # fmt: skip
+        packs.signoff_pack_queue(current)
         return current
     current.decided_at = timezone.now()
     _transition(current, BudgetState.APPROVED, actor=user, action="approved", comment=comment)

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from lib.actors import Actor
 from organisations.models import Role
-from planner.budgets import selectors, services, signoff
+from planner.budgets import packs, selectors, services, signoff
 from planner.budgets.forms import BudgetActionForm, BudgetRequestForm, initial_from
 from planner.budgets.models import BudgetRequest, BudgetState
 from planner.budgets.rules import budget_approvals_recorded, budget_decision_standing
@@ -357,7 +357,7 @@ def _attachment(
 def budget_pdf(request: HttpRequest, pk: int) -> HttpResponse:
     budget = get_object_or_404(requests_for(request.user), pk=pk)
     try:
-        body = signoff.signoff_pdf(budget)
+        body = packs.signoff_pack_file(budget, "pdf")
     except signoff.SignoffUnavailable as error:
         messages.error(request, f"The PDF cannot be made on this server: {error}")
         return redirect(budget)
@@ -369,7 +369,9 @@ def budget_pdf(request: HttpRequest, pk: int) -> HttpResponse:
 def budget_xlsx(request: HttpRequest, pk: int) -> HttpResponse:
     budget = get_object_or_404(requests_for(request.user), pk=pk)
     content_type = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-    return _attachment(signoff.signoff_xlsx(budget), content_type, budget, "signoff.xlsx")
+    return _attachment(
+        packs.signoff_pack_file(budget, "xlsx"), content_type, budget, "signoff.xlsx"
+    )
 
 
 @login_required

@@ -16,7 +16,11 @@ figures at full precision.
 rows and cells, :mod:`.renderers` writes the files.
 """
 
-from planner.budgets.signoff.context import signoff_context, signoff_pack_context
+from planner.budgets.signoff.context import (
+    signoff_context,
+    signoff_document,
+    signoff_pack_context,
+)
 from planner.budgets.signoff.renderers import (
     SignoffUnavailable,
     signoff_csv,
@@ -28,6 +32,7 @@ __all__ = [
     "SignoffUnavailable",
     "signoff_context",
     "signoff_csv",
+    "signoff_document",
     "signoff_pack_context",
     "signoff_pdf",
     "signoff_xlsx",

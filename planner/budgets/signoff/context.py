@@ -28,7 +28,7 @@ from planner.scenarios.breakdowns import (
 )
 
 
-def _document(request: BudgetRequest) -> dict[str, Any]:
+def signoff_document(request: BudgetRequest) -> dict[str, Any]:
     """The frozen snapshot once submitted; while editable, a live preview built the same way
     (a request sent back for changes may differ from what was submitted before)."""
     if request.is_frozen and request.snapshot:
@@ -137,7 +137,7 @@ def _tornado(document: Mapping[str, Any]) -> dict[str, str] | None:
 
 def signoff_context(request: BudgetRequest) -> dict[str, Any]:
     """What the request page, the PDF, the XLSX and the CSV show."""
-    document = _document(request)
+    document = signoff_document(request)
     chosen = document["chosen"]
     alternatives = list(document["alternatives"])
     details = [

