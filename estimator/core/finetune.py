@@ -37,6 +37,7 @@ frozen one below every trained weight 2 (forward only: nothing below needs a gra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from estimator.core import model as arithmetic
 from estimator.core.constants import (
@@ -276,6 +277,7 @@ def adapter_parameters(model: ModelConfig, method: MethodConfig, active: bool = 
     return model.num_layers * total
 
 
+@lru_cache(maxsize=256)
 def adapter_activation_bytes_per_token(
     model: ModelConfig, method: MethodConfig, bytes_per_value: float
 ) -> tuple[float, float]:
@@ -318,6 +320,7 @@ def _frozen_embedding_parameters(model: ModelConfig, method: MethodConfig) -> in
     return model.vocab_size * model.hidden_size if method.frozen_embeddings else 0
 
 
+@lru_cache(maxsize=256)
 def trainable_parameters(model: ModelConfig, method: MethodConfig) -> float:
     """Parameters the optimizer updates.
 
@@ -341,6 +344,7 @@ def trainable_parameters(model: ModelConfig, method: MethodConfig) -> float:
     return arithmetic.total_parameters(model) - frozen
 
 
+@lru_cache(maxsize=256)
 def trained_share(model: ModelConfig, method: MethodConfig) -> float:
     """Share of the base weights trained.
 
@@ -361,6 +365,7 @@ def trained_share(model: ModelConfig, method: MethodConfig) -> float:
     return trainable_parameters(model, method) / arithmetic.total_parameters(model)
 
 
+@lru_cache(maxsize=256)
 def backward_layer_share(model: ModelConfig, method: MethodConfig) -> float:
     """Share of the layers a backward pass runs through.
 
@@ -383,6 +388,7 @@ def backward_layer_share(model: ModelConfig, method: MethodConfig) -> float:
     return 1.0 - method.frozen_layers / model.num_layers
 
 
+@lru_cache(maxsize=256)
 def weight_gradient_layer_share(model: ModelConfig, method: MethodConfig) -> float:
     """Share of the layers whose base weights get gradients.
 
@@ -403,6 +409,7 @@ def weight_gradient_layer_share(model: ModelConfig, method: MethodConfig) -> flo
     return 1.0 - method.frozen_layers / model.num_layers
 
 
+@lru_cache(maxsize=256)
 def head_trained(model: ModelConfig, method: MethodConfig) -> bool:
     """Whether the LM head's weight gets a gradient.
 
@@ -421,6 +428,7 @@ def head_trained(model: ModelConfig, method: MethodConfig) -> bool:
     return not method.adapters and not (model.tied_embeddings and method.frozen_embeddings)
 
 
+@lru_cache(maxsize=256)
 def base_weight_bytes(model: ModelConfig, method: MethodConfig, weight_bytes: float) -> float:
     """Bytes per base weight, averaged over the model.
 
@@ -451,6 +459,7 @@ def base_weight_bytes(model: ModelConfig, method: MethodConfig, weight_bytes: fl
     return (layers * NF4_BITS / BITS_PER_BYTE + embeddings * weight_bytes) / (layers + embeddings)
 
 
+@lru_cache(maxsize=256)
 def training_flops_per_token(model: ModelConfig, method: MethodConfig) -> float:
     """FLOPs per token the method needs, forward + backward, without recomputation.
 
@@ -498,6 +507,7 @@ def training_flops_per_token(model: ModelConfig, method: MethodConfig) -> float:
     return layers + scores + head + adapters
 
 
+@lru_cache(maxsize=256)
 def recompute_flops_per_token(model: ModelConfig, method: MethodConfig, recompute: str) -> float:
     """Extra forward FLOPs of activation recomputation.
 
@@ -529,6 +539,7 @@ def recompute_flops_per_token(model: ModelConfig, method: MethodConfig, recomput
     return extra * backward_layer_share(model, method)
 
 
+@lru_cache(maxsize=256)
 def checkpoint_parameters(model: ModelConfig, method: MethodConfig) -> float:
     """Parameters a checkpoint saves with their optimizer state.
 

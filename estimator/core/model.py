@@ -13,6 +13,8 @@ Conventions (see docs/methodology.md):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from estimator.core._types import FloatArray, Numeric
@@ -27,6 +29,7 @@ from estimator.core.constants import (
 from estimator.core.scenario import ModelConfig
 
 
+@lru_cache(maxsize=256)
 def attention_parameters(model: ModelConfig) -> int:
     """Weights of one attention block: Q and output projections plus K and V for GQA/MQA,
     or multi-head latent attention's down- and up-projections.
@@ -106,6 +109,7 @@ def mlp_parameters(hidden_size: int, ffn_hidden_size: int, gated: bool) -> int:
     return (GATED_MLP_MATRICES if gated else MLP_MATRICES) * hidden_size * ffn_hidden_size
 
 
+@lru_cache(maxsize=256)
 def num_moe_layers(model: ModelConfig) -> int:
     """Layers whose MLP is a mixture of experts (every ``moe_layer_every``-th layer).
 
@@ -124,6 +128,7 @@ def num_moe_layers(model: ModelConfig) -> int:
     return (model.num_layers - model.moe.first_dense_layers) // model.moe.moe_layer_every
 
 
+@lru_cache(maxsize=256)
 def dense_mlp_parameters(model: ModelConfig) -> int:
     """Weights of one dense (non-MoE) MLP (:func:`mlp_parameters` at h and f).
 
@@ -140,6 +145,7 @@ def dense_mlp_parameters(model: ModelConfig) -> int:
     return mlp_parameters(model.hidden_size, model.ffn_hidden_size, model.gated_mlp)
 
 
+@lru_cache(maxsize=256)
 def expert_parameters(model: ModelConfig) -> int:
     """Weights of one routed expert (:func:`mlp_parameters` at the expert width f_e).
 
@@ -158,6 +164,7 @@ def expert_parameters(model: ModelConfig) -> int:
     return mlp_parameters(model.hidden_size, model.moe.expert_ffn_hidden_size, model.gated_mlp)
 
 
+@lru_cache(maxsize=256)
 def moe_mlp_parameters(model: ModelConfig, active: bool) -> int:
     """Weights of one MoE MLP: router, shared experts, and all (or top-k) routed experts.
 
@@ -180,6 +187,7 @@ def moe_mlp_parameters(model: ModelConfig, active: bool) -> int:
     return router + (routed + model.moe.num_shared_experts) * expert_parameters(model)
 
 
+@lru_cache(maxsize=256)
 def embedding_parameters(model: ModelConfig) -> int:
     """Input embedding plus, unless tied, the output (LM head) matrix.
 
@@ -196,6 +204,7 @@ def embedding_parameters(model: ModelConfig) -> int:
     return (1 if model.tied_embeddings else 2) * model.vocab_size * model.hidden_size
 
 
+@lru_cache(maxsize=256)
 def layer_parameters(model: ModelConfig, active: bool = False) -> int:
     """Weights of all transformer layers (attention + MLP), without embeddings.
 
@@ -217,6 +226,7 @@ def layer_parameters(model: ModelConfig, active: bool = False) -> int:
     return model.num_layers * attention_parameters(model) + mlp
 
 
+@lru_cache(maxsize=256)
 def total_parameters(model: ModelConfig) -> int:
     """All parameters of the model, Psi.
 
@@ -233,6 +243,7 @@ def total_parameters(model: ModelConfig) -> int:
     return layer_parameters(model) + embedding_parameters(model)
 
 
+@lru_cache(maxsize=256)
 def active_parameters(model: ModelConfig) -> int:
     """Parameters one token passes through (top-k experts only for MoE).
 
@@ -249,6 +260,7 @@ def active_parameters(model: ModelConfig) -> int:
     return layer_parameters(model, active=True) + embedding_parameters(model)
 
 
+@lru_cache(maxsize=256)
 def matmul_parameters_per_token(model: ModelConfig) -> int:
     """Weights used in a matmul per token, N_matmul: active layers plus the LM head (V h).
 
@@ -267,6 +279,7 @@ def matmul_parameters_per_token(model: ModelConfig) -> int:
     return layer_parameters(model, active=True) + model.vocab_size * model.hidden_size
 
 
+@lru_cache(maxsize=256)
 def attention_flops_per_token(model: ModelConfig) -> float:
     """Attention score and value matmuls, forward + backward, non-causal convention.
 
@@ -291,6 +304,7 @@ def attention_flops_per_token(model: ModelConfig) -> float:
     return ATTENTION_SCORE_TRAINING_FLOPS * model.num_layers * model.score_width * model.seq_len
 
 
+@lru_cache(maxsize=256)
 def model_flops_per_token(model: ModelConfig) -> float:
     """Model FLOPs per trained token, forward + backward, without recomputation.
 
@@ -314,6 +328,7 @@ def model_flops_per_token(model: ModelConfig) -> float:
     return matmuls + attention_flops_per_token(model)
 
 
+@lru_cache(maxsize=256)
 def recompute_flops_per_token(model: ModelConfig, recompute: str) -> float:
     """Extra forward FLOPs spent on activation recomputation.
 
@@ -344,6 +359,7 @@ def recompute_flops_per_token(model: ModelConfig, recompute: str) -> float:
     return 0.0
 
 
+@lru_cache(maxsize=256)
 def hardware_flops_per_token(model: ModelConfig, recompute: str) -> float:
     """Model FLOPs plus recomputation: what the hardware executes (HFU numerator).
 
