@@ -15,7 +15,7 @@ import numpy as np
 
 from estimator.core import comms, compute, finetune, gemm, memory, pipeline
 from estimator.core._types import FloatArray
-from estimator.core.activations import activation_bytes
+from estimator.core.activations import stage_activation_bytes
 from estimator.core.constants import BACKWARD_TO_FORWARD, FORWARD_BACKWARD_PASSES
 from estimator.core.layout_arrays import LayoutResults, Layouts, MicroBatch
 from estimator.core.layout_comms import (
@@ -119,10 +119,10 @@ def _stage_share(
 
 
 def _stage_memory(
-    workload: Workload, layouts: Layouts, tokens: FloatArray, m: FloatArray, stage: str
+    workload: Workload, layouts: Layouts, activations: FloatArray, stage: str
 ) -> tuple[FloatArray, ...]:
-    """Memory parts of one pipeline ``stage``: (weights, gradients, optimizer, activations,
-    other, total). [B]"""
+    """Memory parts of one pipeline ``stage`` holding ``activations``: (weights, gradients,
+    optimizer, activations, other, total). [B]"""
     weights, gradients, optimizer = memory.model_state_bytes(
         workload.model,
         workload.precision,
@@ -137,7 +137,18 @@ def _stage_memory(
         workload.optimizer,
         workload.master_weights,
     )
-    activations = activation_bytes(
+    tensors = weights + gradients + optimizer + activations
+    efficiency = workload.efficiency
+    reserved = efficiency.reserved_memory_gib * memory.GIB
+    other = memory.allowance_bytes(tensors, reserved, efficiency.fragmentation)
+    return weights, gradients, optimizer, activations, other, tensors + other
+
+
+def _activations(
+    workload: Workload, layouts: Layouts, tokens: FloatArray, m: FloatArray, stages: tuple[str, ...]
+) -> list[FloatArray]:
+    """Activations of each of ``stages``, of the layers that run a backward pass. [B]"""
+    per_stage = stage_activation_bytes(
         workload.model,
         tokens,
         layouts.tp,
@@ -149,16 +160,13 @@ def _stage_memory(
         workload.activation_bytes,
         layouts.activation_offload,
         workload.efficiency.logits_bytes,
-        stage,
+        stages,
         workload.method,
         workload.framework.flash_attention,
         workload.framework.dropout,
-    ) * finetune.backward_layer_share(workload.model, workload.method)
-    tensors = weights + gradients + optimizer + activations
-    efficiency = workload.efficiency
-    reserved = efficiency.reserved_memory_gib * memory.GIB
-    other = memory.allowance_bytes(tensors, reserved, efficiency.fragmentation)
-    return weights, gradients, optimizer, activations, other, tensors + other
+    )
+    through = finetune.backward_layer_share(workload.model, workload.method)
+    return [activations * through for activations in per_stage]
 
 
 def _memory(
@@ -169,7 +177,11 @@ def _memory(
     deepest = float(np.max(layouts.pp))
     # Without pipelining the three are one device; with two stages the second is the last.
     stages = pipeline.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
-    per_stage = [_stage_memory(workload, layouts, tokens, m, stage) for stage in stages]
+    activations = _activations(workload, layouts, tokens, m, stages)
+    per_stage = [
+        _stage_memory(workload, layouts, held, stage)
+        for held, stage in zip(activations, stages, strict=True)
+    ]
     if len(per_stage) == 1:
         return per_stage[0]
     worst = np.argmax(np.stack([parts[5] for parts in per_stage]), axis=0)
