@@ -277,7 +277,6 @@ def adapter_parameters(model: ModelConfig, method: MethodConfig, active: bool = 
     return model.num_layers * total
 
 
-@lru_cache(maxsize=256)
 def adapter_activation_bytes_per_token(
     model: ModelConfig, method: MethodConfig, bytes_per_value: float
 ) -> tuple[float, float]:
@@ -344,7 +343,6 @@ def trainable_parameters(model: ModelConfig, method: MethodConfig) -> float:
     return arithmetic.total_parameters(model) - frozen
 
 
-@lru_cache(maxsize=256)
 def trained_share(model: ModelConfig, method: MethodConfig) -> float:
     """Share of the base weights trained.
 
@@ -365,7 +363,6 @@ def trained_share(model: ModelConfig, method: MethodConfig) -> float:
     return trainable_parameters(model, method) / arithmetic.total_parameters(model)
 
 
-@lru_cache(maxsize=256)
 def backward_layer_share(model: ModelConfig, method: MethodConfig) -> float:
     """Share of the layers a backward pass runs through.
 
@@ -388,7 +385,6 @@ def backward_layer_share(model: ModelConfig, method: MethodConfig) -> float:
     return 1.0 - method.frozen_layers / model.num_layers
 
 
-@lru_cache(maxsize=256)
 def weight_gradient_layer_share(model: ModelConfig, method: MethodConfig) -> float:
     """Share of the layers whose base weights get gradients.
 
@@ -409,7 +405,6 @@ def weight_gradient_layer_share(model: ModelConfig, method: MethodConfig) -> flo
     return 1.0 - method.frozen_layers / model.num_layers
 
 
-@lru_cache(maxsize=256)
 def head_trained(model: ModelConfig, method: MethodConfig) -> bool:
     """Whether the LM head's weight gets a gradient.
 
@@ -428,7 +423,6 @@ def head_trained(model: ModelConfig, method: MethodConfig) -> bool:
     return not method.adapters and not (model.tied_embeddings and method.frozen_embeddings)
 
 
-@lru_cache(maxsize=256)
 def base_weight_bytes(model: ModelConfig, method: MethodConfig, weight_bytes: float) -> float:
     """Bytes per base weight, averaged over the model.
 
@@ -539,7 +533,6 @@ def recompute_flops_per_token(model: ModelConfig, method: MethodConfig, recomput
     return extra * backward_layer_share(model, method)
 
 
-@lru_cache(maxsize=256)
 def checkpoint_parameters(model: ModelConfig, method: MethodConfig) -> float:
     """Parameters a checkpoint saves with their optimizer state.
 

@@ -109,7 +109,6 @@ def mlp_parameters(hidden_size: int, ffn_hidden_size: int, gated: bool) -> int:
     return (GATED_MLP_MATRICES if gated else MLP_MATRICES) * hidden_size * ffn_hidden_size
 
 
-@lru_cache(maxsize=256)
 def num_moe_layers(model: ModelConfig) -> int:
     """Layers whose MLP is a mixture of experts (every ``moe_layer_every``-th layer).
 
@@ -128,7 +127,6 @@ def num_moe_layers(model: ModelConfig) -> int:
     return (model.num_layers - model.moe.first_dense_layers) // model.moe.moe_layer_every
 
 
-@lru_cache(maxsize=256)
 def dense_mlp_parameters(model: ModelConfig) -> int:
     """Weights of one dense (non-MoE) MLP (:func:`mlp_parameters` at h and f).
 
@@ -145,7 +143,6 @@ def dense_mlp_parameters(model: ModelConfig) -> int:
     return mlp_parameters(model.hidden_size, model.ffn_hidden_size, model.gated_mlp)
 
 
-@lru_cache(maxsize=256)
 def expert_parameters(model: ModelConfig) -> int:
     """Weights of one routed expert (:func:`mlp_parameters` at the expert width f_e).
 
@@ -164,7 +161,6 @@ def expert_parameters(model: ModelConfig) -> int:
     return mlp_parameters(model.hidden_size, model.moe.expert_ffn_hidden_size, model.gated_mlp)
 
 
-@lru_cache(maxsize=256)
 def moe_mlp_parameters(model: ModelConfig, active: bool) -> int:
     """Weights of one MoE MLP: router, shared experts, and all (or top-k) routed experts.
 
@@ -187,7 +183,6 @@ def moe_mlp_parameters(model: ModelConfig, active: bool) -> int:
     return router + (routed + model.moe.num_shared_experts) * expert_parameters(model)
 
 
-@lru_cache(maxsize=256)
 def embedding_parameters(model: ModelConfig) -> int:
     """Input embedding plus, unless tied, the output (LM head) matrix.
 
@@ -279,7 +274,6 @@ def matmul_parameters_per_token(model: ModelConfig) -> int:
     return layer_parameters(model, active=True) + model.vocab_size * model.hidden_size
 
 
-@lru_cache(maxsize=256)
 def attention_flops_per_token(model: ModelConfig) -> float:
     """Attention score and value matmuls, forward + backward, non-causal convention.
 
