@@ -14,6 +14,7 @@ Models", SC20, section 3 and figure 1 (2+2+12 bytes per parameter, stages 1-3).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,14 @@ def layer_parameters_per_device(
         (dense, expert) per layer per device. [parameters]
     """
     tp, ep = np.asarray(tp, dtype=np.float64), np.asarray(ep, dtype=np.float64)
+    per_layer, routed = _layer_parameters(model)
+    return per_layer / tp, routed / (tp * ep)
+
+
+@lru_cache(maxsize=256)
+def _layer_parameters(model: ModelConfig) -> tuple[float, float]:
+    """(dense, routed-expert) parameters of the average layer, before any split: a model's
+    constant, asked for by every stage of every layout evaluation."""
     moe_share = arithmetic.num_moe_layers(model) / model.num_layers
     routed = 0 if model.moe is None else model.moe.num_experts * arithmetic.expert_parameters(model)
     moe_dense = arithmetic.moe_mlp_parameters(model, active=False) - routed
@@ -105,7 +114,7 @@ def layer_parameters_per_device(
         + (1 - moe_share) * arithmetic.dense_mlp_parameters(model)
         + moe_share * moe_dense
     )
-    return per_layer / tp, moe_share * routed / (tp * ep)
+    return per_layer, moe_share * routed
 
 
 def stage_parameters(
