@@ -500,6 +500,8 @@ def _with_framework(scenario: Scenario) -> Scenario:
         except ScenarioError:
             continue
         running.append(profile.id)
+        if scenario.parallelism is not None:
+            break  # fallbacks are kept for the search alone: the first that runs decides
     if not running:
         _check_runs(scenario, profile_for("auto", family))  # raises, naming what it refuses
     # Only a period stack gives way when nothing fits: a team in 2022 that could not fit
