@@ -119,11 +119,24 @@ def _stage_share(
 
 
 def _stage_memory(
-    workload: Workload, layouts: Layouts, activations: FloatArray, stage: str
+    workload: Workload, states: tuple[FloatArray, ...], activations: FloatArray
 ) -> tuple[FloatArray, ...]:
-    """Memory parts of one pipeline ``stage`` holding ``activations``: (weights, gradients,
-    optimizer, activations, other, total). [B]"""
-    weights, gradients, optimizer = memory.model_state_bytes(
+    """Memory parts of a pipeline stage holding model ``states`` (weights, gradients,
+    optimizer) and ``activations``: (weights, gradients, optimizer, activations, other,
+    total). [B]"""
+    weights, gradients, optimizer = states
+    tensors = weights + gradients + optimizer + activations
+    efficiency = workload.efficiency
+    reserved = efficiency.reserved_memory_gib * memory.GIB
+    other = memory.allowance_bytes(tensors, reserved, efficiency.fragmentation)
+    return weights, gradients, optimizer, activations, other, tensors + other
+
+
+def _model_states(
+    workload: Workload, layouts: Layouts, stages: tuple[str, ...]
+) -> list[tuple[FloatArray, FloatArray, FloatArray]]:
+    """Weights, gradients and optimizer state of each of ``stages``. [B]"""
+    return memory.stage_model_state_bytes(
         workload.model,
         workload.precision,
         layouts.tp,
@@ -132,16 +145,11 @@ def _stage_memory(
         layouts.ep,
         layouts.zero_stage,
         workload.offload,
-        stage,
+        stages,
         workload.method,
         workload.optimizer,
         workload.master_weights,
     )
-    tensors = weights + gradients + optimizer + activations
-    efficiency = workload.efficiency
-    reserved = efficiency.reserved_memory_gib * memory.GIB
-    other = memory.allowance_bytes(tensors, reserved, efficiency.fragmentation)
-    return weights, gradients, optimizer, activations, other, tensors + other
 
 
 def _activations(
@@ -179,8 +187,8 @@ def _memory(
     stages = pipeline.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
     activations = _activations(workload, layouts, tokens, m, stages)
     per_stage = [
-        _stage_memory(workload, layouts, held, stage)
-        for held, stage in zip(activations, stages, strict=True)
+        _stage_memory(workload, states, held)
+        for states, held in zip(_model_states(workload, layouts, stages), activations, strict=True)
     ]
     if len(per_stage) == 1:
         return per_stage[0]
