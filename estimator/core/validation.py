@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from estimator.core import schema
-from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
+from estimator.core.catalog import AcceleratorSpec, catalog_spec, custom_spec, spec_with_overrides
 from estimator.core.errors import ScenarioError
 from estimator.core.frameworks import (
     LEGACY_FP16_FRAMEWORKS,
@@ -281,9 +281,9 @@ def _accelerator(section: _Section) -> AcceleratorSpec:
     overrides = section.raw("accelerator_spec", {})
     if not isinstance(overrides, Mapping):
         raise ScenarioError("cluster.accelerator_spec", f"must be an object, got {show(overrides)}")
-    catalog = load_catalog()
-    if accelerator in catalog:
-        return spec_with_overrides(catalog[accelerator], overrides)
+    listed = catalog_spec(accelerator)
+    if listed is not None:
+        return spec_with_overrides(listed, overrides)
     if overrides:
         return custom_spec(accelerator, overrides)
     raise ScenarioError(
