@@ -182,7 +182,7 @@ def _memory(
 ) -> tuple[FloatArray, ...]:
     """Memory parts of the pipeline stage that needs the most (first, second or last: see
     :data:`pipeline.STAGES`); with pp = 1 the three are the same device."""
-    deepest = float(np.max(layouts.pp))
+    deepest = float(layouts.pp.max())
     # Without pipelining the three are one device; with two stages the second is the last.
     stages = pipeline.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
     activations = _activations(workload, layouts, tokens, m, stages)
@@ -192,10 +192,8 @@ def _memory(
     ]
     if len(per_stage) == 1:
         return per_stage[0]
-    worst = np.argmax(np.stack([parts[5] for parts in per_stage]), axis=0)
-    return tuple(
-        np.choose(worst, [parts[i] for parts in per_stage]) for i in range(len(per_stage[0]))
-    )
+    worst = np.stack([parts[5] for parts in per_stage]).argmax(axis=0)
+    return tuple(worst.choose([parts[i] for parts in per_stage]) for i in range(len(per_stage[0])))
 
 
 def _compiler_remat(
