@@ -1,29 +1,36 @@
-"""Time the estimator: in-process ``estimate()``, the command line, and vectorised layouts.
+"""Time the estimator beside a base revision: ``estimate()``, the "auto" search, the command
+line and vectorised layouts.
 
-    python benchmarks/bench_estimator.py [--repeat 2000]
+    python benchmarks/bench_estimator.py [--repeat 2000] [--base dd4dc3e] [--rounds 3]
 
-Targets (issue 3/4): estimate() <= 2 ms, CLI wall time <= 1 s, >= 500,000 layouts/s for
-GPT-3 175B on 1,024 A100s.
+The base revision's ``estimator/`` (``git archive`` into a temporary directory) and this
+tree's are timed in turns, each round in a fresh subprocess per tree, so both meet the same
+machine load; each figure is the median over the rounds. ``--base ''`` times this tree only.
+
+Targets (issue 33) for GPT-3 175B on 1,024 A100s: estimate() <= 1.0 ms median, the "auto"
+search <= 0.065 s, CLI wall time <= 1 s, >= 500,000 layouts/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import json
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
+from collections.abc import Callable
+from io import BytesIO
 from pathlib import Path
-
-import numpy as np
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from estimator.core import Layouts, estimate, evaluate_layouts, validate_scenario  # noqa: E402
-from estimator.core.workload import build_workload  # noqa: E402
+#: The release before the estimator's speed work (issue 33, item 1).
+BASE_REVISION = "dd4dc3e"
 
 GPT3_ON_1024_A100 = {
     "format_version": 1,
@@ -34,41 +41,26 @@ GPT3_ON_1024_A100 = {
     "parallelism": {"tp": 8, "pp": 8, "dp": 16, "micro_batch_size": 1, "zero_stage": 1,
                     "recompute": "selective"},
 }  # fmt: skip
+GPT3_AUTO = {**GPT3_ON_1024_A100, "parallelism": "auto"}
 
 
-def time_estimate(repeat: int) -> float:
-    """Median seconds of one in-process estimate() call (validation included)."""
-    estimate(GPT3_ON_1024_A100)
+def median_seconds(call: Callable[[], object], repeat: int) -> float:
+    """Median wall seconds of ``call()`` over ``repeat`` calls, after one warm-up call."""
+    call()
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()
-        estimate(GPT3_ON_1024_A100)
+        call()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
 
 
-def time_cli(repeat: int) -> float:
-    """Median wall seconds of ``python -m estimator estimate FILE``."""
-    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
-        json.dump(GPT3_ON_1024_A100, handle)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "estimator", "estimate", handle.name],
-            cwd=ROOT,
-            check=True,
-            capture_output=True,
-        )
-        samples.append(time.perf_counter() - start)
-    Path(handle.name).unlink()
-    return statistics.median(samples)
-
-
-def grid_layouts(num_gpus: int = 1024, copies: int = 200) -> Layouts:
+def grid_layouts(core: Any, num_gpus: int = 1024, copies: int = 200) -> Any:
     """Every tp x pp x dp x micro-batch x ZeRO x recompute x v combination for num_gpus,
     repeated ``copies`` times so the timing covers a search-sized batch (~0.5 M layouts).
     """
+    import numpy as np
+
     rows = [
         (tp, pp, num_gpus // (tp * pp))
         for tp in (1, 2, 4, 8)
@@ -80,36 +72,122 @@ def grid_layouts(num_gpus: int = 1024, copies: int = 200) -> Layouts:
         np.arange(len(rows)), [1, 2, 4, 8], [0, 1, 2, 3], [0, 1, 2], [1, 2, 3], indexing="ij"
     )
     index, micro, zero, recompute, virtual = (np.tile(g.ravel(), copies) for g in grids)
-    return Layouts.from_arrays(
+    return core.Layouts.from_arrays(
         tp=tp[index], pp=pp[index], dp=dp[index], cp=1, ep=1, micro_batch_size=micro,
         zero_stage=zero, recompute=recompute, sequence_parallel=tp[index] > 1,
         virtual_stages=virtual,
     )  # fmt: skip
 
 
-def time_layouts() -> tuple[int, float]:
+def time_layouts(core: Any) -> tuple[int, float]:
     """(layouts, seconds) for one vectorised evaluate_layouts call."""
-    workload = build_workload(validate_scenario(GPT3_ON_1024_A100))
-    layouts = grid_layouts()
-    evaluate_layouts(workload, layouts)
+    workload_module = importlib.import_module("estimator.core.workload")
+    workload = workload_module.build_workload(core.validate_scenario(GPT3_ON_1024_A100))
+    layouts = grid_layouts(core)
+    core.evaluate_layouts(workload, layouts)
     start = time.perf_counter()
-    evaluate_layouts(workload, layouts)
+    core.evaluate_layouts(workload, layouts)
     return len(layouts), time.perf_counter() - start
+
+
+def measure(tree: Path, repeat: int, auto_repeat: int) -> dict[str, float]:
+    """The in-process figures of the estimator under ``tree`` (imported from there)."""
+    sys.path.insert(0, str(tree))
+    core = importlib.import_module("estimator.core")
+    count, seconds = time_layouts(core)
+    return {
+        "estimate_s": median_seconds(lambda: core.estimate(GPT3_ON_1024_A100), repeat),
+        "auto_s": median_seconds(lambda: core.estimate(GPT3_AUTO), auto_repeat),
+        "layouts_per_s": count / seconds,
+    }
+
+
+def time_cli(tree: Path, repeat: int) -> float:
+    """Median wall seconds of ``python -m estimator estimate FILE`` run in ``tree``."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as handle:
+        json.dump(GPT3_ON_1024_A100, handle)
+    command = [sys.executable, "-m", "estimator", "estimate", handle.name]
+    seconds = median_seconds(
+        lambda: subprocess.run(command, cwd=tree, check=True, capture_output=True), repeat
+    )
+    Path(handle.name).unlink()
+    return seconds
+
+
+def measured_in_subprocess(tree: Path, args: argparse.Namespace) -> dict[str, float]:
+    """:func:`measure` of ``tree`` in a fresh interpreter, so each tree imports its own
+    ``estimator`` and starts from cold caches."""
+    command = [sys.executable, __file__, "--measure", str(tree), "--repeat", str(args.repeat)]
+    command += ["--auto-repeat", str(args.auto_repeat)]
+    done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=tree)
+    figures: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    figures["cli_s"] = time_cli(tree, args.cli_repeat)
+    return figures
+
+
+def export_base(revision: str, into: Path) -> Path:
+    """``estimator/`` of ``revision`` extracted under ``into``."""
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", revision, "estimator"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
+def medians(rounds: list[dict[str, float]]) -> dict[str, float]:
+    return {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
+
+
+#: (figure, label, shown as, target): every figure is a time but the layouts per second.
+LINES = (
+    ("estimate_s", "estimate() in-process", lambda s: f"{s * 1e3:.3f} ms", "target <= 1.0 ms"),
+    ("auto_s", '"auto" search', lambda s: f"{s:.4f} s", "target <= 0.065 s"),
+    ("cli_s", "CLI wall time", lambda s: f"{s:.3f} s", "target <= 1 s"),
+    ("layouts_per_s", "layouts per second", lambda n: f"{n:,.0f}", "target >= 500,000"),
+)
+
+
+def report(current: dict[str, float], base: dict[str, float] | None, revision: str) -> None:
+    """Print each figure of this tree, and beside it the base's and the speed-up."""
+    print(
+        f"{'':24}{'this tree':>12}" + (f"{'base ' + revision:>14}{'speed-up':>10}" if base else "")
+    )
+    for key, label, shown, target in LINES:
+        line = f"{label:24}{shown(current[key]):>12}"
+        if base is not None:
+            faster = (
+                current[key] / base[key] if key == "layouts_per_s" else base[key] / current[key]
+            )
+            line += f"{shown(base[key]):>14}{faster:>9.2f}x"
+        print(f"{line}   ({target})")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=2000, help="estimate() calls to time")
+    parser.add_argument("--auto-repeat", type=int, default=20, help='"auto" searches to time')
     parser.add_argument("--cli-repeat", type=int, default=5, help="CLI runs to time")
+    parser.add_argument("--rounds", type=int, default=3, help="turns of base and this tree")
+    parser.add_argument("--base", default=BASE_REVISION, help="revision to time beside ('' none)")
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    per_call = time_estimate(args.repeat)
-    print(f"estimate() in-process: {per_call * 1e3:.3f} ms median (target <= 2 ms)")
-    print(f"CLI wall time:         {time_cli(args.cli_repeat):.3f} s median (target <= 1 s)")
-    count, seconds = time_layouts()
-    print(
-        f"vectorised layouts:    {count / seconds:,.0f} layouts/s ({count:,} layouts in "
-        f"{seconds * 1e3:.1f} ms; target >= 500,000/s)"
-    )
+    if args.measure is not None:  # the subprocess of measured_in_subprocess
+        print(json.dumps(measure(args.measure, args.repeat, args.auto_repeat)))
+        return
+    calculon = importlib.util.find_spec("calculon") is not None
+    print(f"Calculon: {'installed but' if calculon else 'not installed,'} not timed here.")
+    with tempfile.TemporaryDirectory() as scratch:
+        base_tree = export_base(args.base, Path(scratch)) if args.base else None
+        current_rounds, base_rounds = [], []
+        for _ in range(args.rounds):
+            if base_tree is not None:
+                base_rounds.append(measured_in_subprocess(base_tree, args))
+            current_rounds.append(measured_in_subprocess(ROOT, args))
+    report(medians(current_rounds), medians(base_rounds) if base_rounds else None, args.base)
 
 
 if __name__ == "__main__":

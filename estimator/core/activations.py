@@ -272,9 +272,37 @@ def activation_bytes(
     ----------
     Korthikanti et al. 2022, sections 4.2.3 and 4.3; Narayanan et al. 2021, section 2.2.1.
     """
+    (held,) = stage_activation_bytes(
+        model, tokens, tp, pp, sequence_parallel, recompute, num_micro_batches,
+        virtual_stages, bytes_per_value, offloaded, bytes_per_logit, (stage,), method,
+        flash_attention, dropout,
+    )  # fmt: skip
+    return held
+
+
+def stage_activation_bytes(
+    model: ModelConfig,
+    tokens: Numeric,
+    tp: Numeric,
+    pp: Numeric,
+    sequence_parallel: Numeric,
+    recompute: Numeric,
+    num_micro_batches: Numeric,
+    virtual_stages: Numeric,
+    bytes_per_value: float,
+    offloaded: Numeric,
+    bytes_per_logit: float,
+    stages: tuple[str, ...],
+    method: MethodConfig = finetune.FULL,
+    flash_attention: bool = True,
+    dropout: bool = False,
+) -> list[FloatArray]:
+    """:func:`activation_bytes` of each of ``stages``, one per stage.
+
+    A layer's activations and the logits do not depend on the stage: they are worked out
+    once for all the stages a layout evaluation compares.
+    """
     pp = np.asarray(pp, dtype=np.float64)
-    layers = stage_layers(model.num_layers, pp, stage)
-    rank = stage_index(stage, pp)
     per_layer = activation_bytes_per_layer(
         model,
         tokens,
@@ -301,12 +329,17 @@ def activation_bytes(
         ),
         0.0,
     )
-    in_flight = micro_batches_in_flight(pp, num_micro_batches, virtual_stages, rank)
     on_host = np.asarray(offloaded) > 0
-    resident = np.minimum(layers, OFFLOAD_RESIDENT_LAYERS)
-    held = np.where(on_host, resident, in_flight * layers) * per_layer + working
-    logits = np.where(rank == pp - 1, logits_bytes(model, tokens, tp, bytes_per_logit), 0.0)
-    return held + logits
+    logits = logits_bytes(model, tokens, tp, bytes_per_logit)
+    held = []
+    for stage in stages:
+        layers = stage_layers(model.num_layers, pp, stage)
+        rank = stage_index(stage, pp)
+        in_flight = micro_batches_in_flight(pp, num_micro_batches, virtual_stages, rank)
+        resident = np.minimum(layers, OFFLOAD_RESIDENT_LAYERS)
+        stored = np.where(on_host, resident, in_flight * layers) * per_layer + working
+        held.append(stored + np.where(rank == pp - 1, logits, 0.0))
+    return held
 
 
 def offloaded_activation_bytes(

@@ -130,8 +130,18 @@ def load_catalog(path: str | Path | None = None) -> dict[str, AcceleratorSpec]:
     dict of str to AcceleratorSpec
         Keyed by catalog id, in file order.
     """
-    specs = _load(str(path or CATALOG_PATH))
-    return {spec.id: spec for spec in specs}
+    return dict(_by_id(str(path or CATALOG_PATH)))
+
+
+@functools.cache
+def _by_id(path: str) -> dict[str, AcceleratorSpec]:
+    """The catalog keyed by id, built once per file (callers get copies of it)."""
+    return {spec.id: spec for spec in _load(path)}
+
+
+def catalog_spec(accelerator_id: str) -> AcceleratorSpec | None:
+    """The default catalog's accelerator ``accelerator_id``, None when it has none."""
+    return _by_id(str(CATALOG_PATH)).get(accelerator_id)
 
 
 SPEC_OVERRIDE_KEYS = {
@@ -211,6 +221,8 @@ def spec_with_overrides(spec: AcceleratorSpec, overrides: Mapping[str, Any]) -> 
             known = ", ".join(sorted(SPEC_OVERRIDE_KEYS))
             raise ScenarioError(f"cluster.accelerator_spec.{key}", f"unknown field, use {known}")
         changes[key] = _checked_override(key, value, SPEC_OVERRIDE_KEYS[key])
+    if not changes:  # the spec is frozen: nothing to replace, nothing to copy
+        return spec
     if "peak_tflops" in changes:
         changes["peak_tflops"] = {**spec.peak_tflops, **changes["peak_tflops"]}
     return dataclasses.replace(spec, **changes)

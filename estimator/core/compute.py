@@ -27,7 +27,7 @@ from estimator.core.constants import (
     HALF_PRECISION_BYTES,
     MIXED_PRECISION_ADAM_BYTES,
 )
-from estimator.core.gemm import gemm_exposed_byte_time, gemm_flop_time, memory_rate
+from estimator.core.gemm import gemm_times, memory_rate
 from estimator.core.workload import Workload
 
 #: Passes of the fp32 cross-entropy over the logits: write, softmax read and write,
@@ -235,11 +235,10 @@ def lm_head_time(workload: Workload, tokens: Numeric, tp: Numeric) -> tuple[Floa
     model = workload.model
     n = model.vocab_size / np.asarray(tp, dtype=np.float64)
     h = model.hidden_size
-    flop_part = FORWARD_BACKWARD_PASSES * gemm_flop_time(workload, tokens, h, n, sixteen_bit=True)
+    flop, exposed_bytes = gemm_times(workload, tokens, h, n, sixteen_bit=True)
+    flop_part = FORWARD_BACKWARD_PASSES * flop
     loss_bytes = LOSS_BYTES_PER_LOGIT * np.asarray(tokens, dtype=np.float64) * n
-    head_bytes = FORWARD_BACKWARD_PASSES * gemm_exposed_byte_time(
-        workload, tokens, h, n, sixteen_bit=True
-    )
+    head_bytes = FORWARD_BACKWARD_PASSES * exposed_bytes
     return flop_part, head_bytes + loss_bytes / memory_rate(workload)
 
 

@@ -37,6 +37,7 @@ frozen one below every trained weight 2 (forward only: nothing below needs a gra
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from estimator.core import model as arithmetic
 from estimator.core.constants import (
@@ -318,6 +319,7 @@ def _frozen_embedding_parameters(model: ModelConfig, method: MethodConfig) -> in
     return model.vocab_size * model.hidden_size if method.frozen_embeddings else 0
 
 
+@lru_cache(maxsize=256)
 def trainable_parameters(model: ModelConfig, method: MethodConfig) -> float:
     """Parameters the optimizer updates.
 
@@ -451,6 +453,7 @@ def base_weight_bytes(model: ModelConfig, method: MethodConfig, weight_bytes: fl
     return (layers * NF4_BITS / BITS_PER_BYTE + embeddings * weight_bytes) / (layers + embeddings)
 
 
+@lru_cache(maxsize=256)
 def training_flops_per_token(model: ModelConfig, method: MethodConfig) -> float:
     """FLOPs per token the method needs, forward + backward, without recomputation.
 
@@ -498,6 +501,7 @@ def training_flops_per_token(model: ModelConfig, method: MethodConfig) -> float:
     return layers + scores + head + adapters
 
 
+@lru_cache(maxsize=256)
 def recompute_flops_per_token(model: ModelConfig, method: MethodConfig, recompute: str) -> float:
     """Extra forward FLOPs of activation recomputation.
 

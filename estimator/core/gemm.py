@@ -189,8 +189,16 @@ def gemm_exposed_byte_time(
     ----------
     Williams, Waterman & Patterson 2009, "Roofline", CACM 52(4).
     """
+    return gemm_times(workload, m, k, n, sixteen_bit)[1]
+
+
+def gemm_times(
+    workload: Workload, m: Numeric, k: Numeric, n: Numeric, sixteen_bit: bool = False
+) -> tuple[FloatArray, FloatArray]:
+    """(:func:`gemm_flop_time`, :func:`gemm_exposed_byte_time`) of one matmul, the flop
+    part worked out once for both. [s]"""
     flop = gemm_flop_time(workload, m, k, n, sixteen_bit)
-    return np.maximum(gemm_byte_time(workload, m, k, n, sixteen_bit) - flop, 0.0)
+    return flop, np.maximum(gemm_byte_time(workload, m, k, n, sixteen_bit) - flop, 0.0)
 
 
 GemmShape = tuple[FloatArray, FloatArray, FloatArray, FloatArray, float]
@@ -292,9 +300,8 @@ def shared_expert_time(workload: Workload, tokens: Numeric, tp: Numeric) -> Floa
     total: FloatArray = np.zeros_like(one)
     for rows, k, n, count, slowdown in shared_expert_shapes(workload.model, one * tp, one):
         m = rows * np.asarray(tokens, dtype=np.float64)
-        total = total + count * slowdown * (
-            gemm_flop_time(workload, m, k, n) + gemm_exposed_byte_time(workload, m, k, n)
-        )
+        flop, exposed_bytes = gemm_times(workload, m, k, n)
+        total = total + count * slowdown * (flop + exposed_bytes)
     return total
 
 
@@ -325,8 +332,9 @@ def layer_gemm_time(
     byte_part: FloatArray = np.zeros_like(flop_part)
     for rows, k, n, count, slowdown in layer_gemm_shapes(workload, tp, ep):
         m = rows * np.asarray(tokens, dtype=np.float64)
-        flop_part = flop_part + count * slowdown * gemm_flop_time(workload, m, k, n)
-        byte_part = byte_part + count * slowdown * gemm_exposed_byte_time(workload, m, k, n)
+        flop, exposed_bytes = gemm_times(workload, m, k, n)
+        flop_part = flop_part + count * slowdown * flop
+        byte_part = byte_part + count * slowdown * exposed_bytes
     return flop_part, byte_part
 
 
@@ -378,8 +386,9 @@ def adapter_gemm_time(
             groups.append((rows, matrix.routed / ep, slowdown))
         for m, count, slowdown in groups:
             for k, n in ((d_in, r), (r, d_out)):
-                flop_part = flop_part + count * slowdown * gemm_flop_time(workload, m, k, n)
-                byte_part = byte_part + count * slowdown * gemm_exposed_byte_time(workload, m, k, n)
+                flop, exposed_bytes = gemm_times(workload, m, k, n)
+                flop_part = flop_part + count * slowdown * flop
+                byte_part = byte_part + count * slowdown * exposed_bytes
     return flop_part, byte_part
 
 

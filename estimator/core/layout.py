@@ -15,7 +15,7 @@ import numpy as np
 
 from estimator.core import comms, compute, finetune, gemm, memory, pipeline
 from estimator.core._types import FloatArray
-from estimator.core.activations import activation_bytes
+from estimator.core.activations import stage_activation_bytes
 from estimator.core.constants import BACKWARD_TO_FORWARD, FORWARD_BACKWARD_PASSES
 from estimator.core.layout_arrays import LayoutResults, Layouts, MicroBatch
 from estimator.core.layout_comms import (
@@ -119,11 +119,24 @@ def _stage_share(
 
 
 def _stage_memory(
-    workload: Workload, layouts: Layouts, tokens: FloatArray, m: FloatArray, stage: str
+    workload: Workload, states: tuple[FloatArray, ...], activations: FloatArray
 ) -> tuple[FloatArray, ...]:
-    """Memory parts of one pipeline ``stage``: (weights, gradients, optimizer, activations,
-    other, total). [B]"""
-    weights, gradients, optimizer = memory.model_state_bytes(
+    """Memory parts of a pipeline stage holding model ``states`` (weights, gradients,
+    optimizer) and ``activations``: (weights, gradients, optimizer, activations, other,
+    total). [B]"""
+    weights, gradients, optimizer = states
+    tensors = weights + gradients + optimizer + activations
+    efficiency = workload.efficiency
+    reserved = efficiency.reserved_memory_gib * memory.GIB
+    other = memory.allowance_bytes(tensors, reserved, efficiency.fragmentation)
+    return weights, gradients, optimizer, activations, other, tensors + other
+
+
+def _model_states(
+    workload: Workload, layouts: Layouts, stages: tuple[str, ...]
+) -> list[tuple[FloatArray, FloatArray, FloatArray]]:
+    """Weights, gradients and optimizer state of each of ``stages``. [B]"""
+    return memory.stage_model_state_bytes(
         workload.model,
         workload.precision,
         layouts.tp,
@@ -132,12 +145,18 @@ def _stage_memory(
         layouts.ep,
         layouts.zero_stage,
         workload.offload,
-        stage,
+        stages,
         workload.method,
         workload.optimizer,
         workload.master_weights,
     )
-    activations = activation_bytes(
+
+
+def _activations(
+    workload: Workload, layouts: Layouts, tokens: FloatArray, m: FloatArray, stages: tuple[str, ...]
+) -> list[FloatArray]:
+    """Activations of each of ``stages``, of the layers that run a backward pass. [B]"""
+    per_stage = stage_activation_bytes(
         workload.model,
         tokens,
         layouts.tp,
@@ -149,16 +168,13 @@ def _stage_memory(
         workload.activation_bytes,
         layouts.activation_offload,
         workload.efficiency.logits_bytes,
-        stage,
+        stages,
         workload.method,
         workload.framework.flash_attention,
         workload.framework.dropout,
-    ) * finetune.backward_layer_share(workload.model, workload.method)
-    tensors = weights + gradients + optimizer + activations
-    efficiency = workload.efficiency
-    reserved = efficiency.reserved_memory_gib * memory.GIB
-    other = memory.allowance_bytes(tensors, reserved, efficiency.fragmentation)
-    return weights, gradients, optimizer, activations, other, tensors + other
+    )
+    through = finetune.backward_layer_share(workload.model, workload.method)
+    return [activations * through for activations in per_stage]
 
 
 def _memory(
@@ -166,16 +182,18 @@ def _memory(
 ) -> tuple[FloatArray, ...]:
     """Memory parts of the pipeline stage that needs the most (first, second or last: see
     :data:`pipeline.STAGES`); with pp = 1 the three are the same device."""
-    deepest = float(np.max(layouts.pp))
+    deepest = float(layouts.pp.max())
     # Without pipelining the three are one device; with two stages the second is the last.
     stages = pipeline.STAGES if deepest > 2 else ("first", "last") if deepest > 1 else ("first",)
-    per_stage = [_stage_memory(workload, layouts, tokens, m, stage) for stage in stages]
+    activations = _activations(workload, layouts, tokens, m, stages)
+    per_stage = [
+        _stage_memory(workload, states, held)
+        for states, held in zip(_model_states(workload, layouts, stages), activations, strict=True)
+    ]
     if len(per_stage) == 1:
         return per_stage[0]
-    worst = np.argmax(np.stack([parts[5] for parts in per_stage]), axis=0)
-    return tuple(
-        np.choose(worst, [parts[i] for parts in per_stage]) for i in range(len(per_stage[0]))
-    )
+    worst = np.stack([parts[5] for parts in per_stage]).argmax(axis=0)
+    return tuple(worst.choose([parts[i] for parts in per_stage]) for i in range(len(per_stage[0])))
 
 
 def _compiler_remat(

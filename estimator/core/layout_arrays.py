@@ -76,19 +76,21 @@ class Layouts:
         Layouts
             Arrays of length 1.
         """
-        return cls.from_arrays(
-            tp=layout.tp,
-            pp=layout.pp,
-            dp=layout.dp,
-            cp=layout.cp,
-            ep=layout.ep,
-            micro_batch_size=layout.micro_batch_size,
-            zero_stage=layout.zero_stage,
-            recompute=memory.RECOMPUTE_CODES[layout.recompute],
-            sequence_parallel=float(layout.sequence_parallel and layout.tp > 1),
-            virtual_stages=layout.virtual_stages,
-            activation_offload=float(layout.activation_offload),
-        )
+        values = {
+            "tp": layout.tp,
+            "pp": layout.pp,
+            "dp": layout.dp,
+            "cp": layout.cp,
+            "ep": layout.ep,
+            "micro_batch_size": layout.micro_batch_size,
+            "zero_stage": layout.zero_stage,
+            "recompute": memory.RECOMPUTE_CODES[layout.recompute],
+            "sequence_parallel": float(layout.sequence_parallel and layout.tp > 1),
+            "virtual_stages": layout.virtual_stages,
+            "activation_offload": float(layout.activation_offload),
+        }
+        # What from_arrays makes of scalars, without its broadcasting: one float64 each.
+        return cls(**{name: np.array([value], dtype=np.float64) for name, value in values.items()})
 
     def __len__(self) -> int:
         return int(self.tp.shape[0])

@@ -14,6 +14,7 @@ Models", SC20, section 3 and figure 1 (2+2+12 bytes per parameter, stages 1-3).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -97,6 +98,14 @@ def layer_parameters_per_device(
         (dense, expert) per layer per device. [parameters]
     """
     tp, ep = np.asarray(tp, dtype=np.float64), np.asarray(ep, dtype=np.float64)
+    per_layer, routed = _layer_parameters(model)
+    return per_layer / tp, routed / (tp * ep)
+
+
+@lru_cache(maxsize=256)
+def _layer_parameters(model: ModelConfig) -> tuple[float, float]:
+    """(dense, routed-expert) parameters of the average layer, before any split: a model's
+    constant, asked for by every stage of every layout evaluation."""
     moe_share = arithmetic.num_moe_layers(model) / model.num_layers
     routed = 0 if model.moe is None else model.moe.num_experts * arithmetic.expert_parameters(model)
     moe_dense = arithmetic.moe_mlp_parameters(model, active=False) - routed
@@ -105,7 +114,7 @@ def layer_parameters_per_device(
         + (1 - moe_share) * arithmetic.dense_mlp_parameters(model)
         + moe_share * moe_dense
     )
-    return per_layer / tp, moe_share * routed / (tp * ep)
+    return per_layer, moe_share * routed
 
 
 def stage_parameters(
@@ -237,8 +246,30 @@ def model_state_bytes(
     Rajbhandari et al. 2020, "ZeRO", section 3 and figure 1; Ren et al. 2021,
     "ZeRO-Offload: Democratizing Billion-Scale Model Training", USENIX ATC 21, section 4.
     """
+    (states,) = stage_model_state_bytes(
+        model, precision, tp, pp, dp_cp, ep, zero_stage, offload, (stage,), method,
+        optimizer, master_weights,
+    )  # fmt: skip
+    return states
+
+
+def stage_model_state_bytes(
+    model: ModelConfig,
+    precision: str,
+    tp: Numeric,
+    pp: Numeric,
+    dp_cp: Numeric,
+    ep: Numeric,
+    zero_stage: Numeric,
+    offload: str,
+    stages: tuple[str, ...],
+    method: MethodConfig = finetune.FULL,
+    optimizer: str = "adamw",
+    master_weights: bool = True,
+) -> list[tuple[FloatArray, FloatArray, FloatArray]]:
+    """:func:`model_state_bytes` of each of ``stages``, one per stage: what does not
+    depend on the stage (bytes per parameter, the prefetched layers) worked out once."""
     zero_stage = np.asarray(zero_stage)
-    dense, expert = stage_parameters(model, tp, pp, ep, stage)
     expert_group = np.asarray(dp_cp, dtype=np.float64) / np.asarray(ep, dtype=np.float64)
     weight_bytes, gradient_bytes, optimizer_bytes = bytes_per_parameter(
         precision, optimizer, method.adapters, master_weights
@@ -251,31 +282,35 @@ def model_state_bytes(
     base_bytes = finetune.base_weight_bytes(model, method, weight_bytes)
     layer_dense, layer_expert = layer_parameters_per_device(model, tp, ep)
     prefetch = PREFETCH_LAYERS * base_bytes * (layer_dense + layer_expert)
-    full_weights = base_bytes * (dense + expert)
-    weights = np.minimum(
-        full_weights,
-        base_bytes * shard(3, dense, expert) + np.where(zero_stage >= 3, prefetch, 0.0),
-    )
     code = OFFLOAD_CODES[offload]
-    if code >= 2:
-        weights = np.minimum(full_weights, prefetch)
-    if method.adapters:
-        # Adapters follow the layers: the stage's share of the model's adapter parameters.
-        per_layer = finetune.adapter_parameters(model, method) / model.num_layers
-        layers = stage_adapter_layers(model, tp, pp, stage)
-        trained = per_layer * layers / np.asarray(tp, dtype=np.float64)
-        weights = weights + weight_bytes * shard(3, trained, 0.0 * trained)
-        if method.type == "qlora":
-            weights = weights + weight_bytes * largest_matrix_per_device(model, tp, ep)
-        gradients = gradient_bytes * shard(2, trained, 0.0 * trained)
-        optimizer_state = optimizer_bytes * shard(1, trained, 0.0 * trained)
-    else:
-        share = finetune.trained_share(model, method)
-        gradients = gradient_bytes * share * shard(2, dense, expert)
-        optimizer_state = optimizer_bytes * share * shard(1, dense, expert)
-    if code >= 1:
-        optimizer_state = 0.0 * optimizer_state
-    return weights, gradients, optimizer_state
+    states = []
+    for stage in stages:
+        dense, expert = stage_parameters(model, tp, pp, ep, stage)
+        full_weights = base_bytes * (dense + expert)
+        weights = np.minimum(
+            full_weights,
+            base_bytes * shard(3, dense, expert) + np.where(zero_stage >= 3, prefetch, 0.0),
+        )
+        if code >= 2:
+            weights = np.minimum(full_weights, prefetch)
+        if method.adapters:
+            # Adapters follow the layers: the stage's share of the model's adapter parameters.
+            per_layer = finetune.adapter_parameters(model, method) / model.num_layers
+            layers = stage_adapter_layers(model, tp, pp, stage)
+            trained = per_layer * layers / np.asarray(tp, dtype=np.float64)
+            weights = weights + weight_bytes * shard(3, trained, 0.0 * trained)
+            if method.type == "qlora":
+                weights = weights + weight_bytes * largest_matrix_per_device(model, tp, ep)
+            gradients = gradient_bytes * shard(2, trained, 0.0 * trained)
+            optimizer_state = optimizer_bytes * shard(1, trained, 0.0 * trained)
+        else:
+            share = finetune.trained_share(model, method)
+            gradients = gradient_bytes * share * shard(2, dense, expert)
+            optimizer_state = optimizer_bytes * share * shard(1, dense, expert)
+        if code >= 1:
+            optimizer_state = 0.0 * optimizer_state
+        states.append((weights, gradients, optimizer_state))
+    return states
 
 
 def stage_adapter_layers(model: ModelConfig, tp: Numeric, pp: Numeric, stage: str) -> FloatArray:

@@ -13,6 +13,8 @@ Conventions (see docs/methodology.md):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from estimator.core._types import FloatArray, Numeric
@@ -27,6 +29,7 @@ from estimator.core.constants import (
 from estimator.core.scenario import ModelConfig
 
 
+@lru_cache(maxsize=256)
 def attention_parameters(model: ModelConfig) -> int:
     """Weights of one attention block: Q and output projections plus K and V for GQA/MQA,
     or multi-head latent attention's down- and up-projections.
@@ -196,6 +199,7 @@ def embedding_parameters(model: ModelConfig) -> int:
     return (1 if model.tied_embeddings else 2) * model.vocab_size * model.hidden_size
 
 
+@lru_cache(maxsize=256)
 def layer_parameters(model: ModelConfig, active: bool = False) -> int:
     """Weights of all transformer layers (attention + MLP), without embeddings.
 
@@ -217,6 +221,7 @@ def layer_parameters(model: ModelConfig, active: bool = False) -> int:
     return model.num_layers * attention_parameters(model) + mlp
 
 
+@lru_cache(maxsize=256)
 def total_parameters(model: ModelConfig) -> int:
     """All parameters of the model, Psi.
 
@@ -233,6 +238,7 @@ def total_parameters(model: ModelConfig) -> int:
     return layer_parameters(model) + embedding_parameters(model)
 
 
+@lru_cache(maxsize=256)
 def active_parameters(model: ModelConfig) -> int:
     """Parameters one token passes through (top-k experts only for MoE).
 
@@ -249,6 +255,7 @@ def active_parameters(model: ModelConfig) -> int:
     return layer_parameters(model, active=True) + embedding_parameters(model)
 
 
+@lru_cache(maxsize=256)
 def matmul_parameters_per_token(model: ModelConfig) -> int:
     """Weights used in a matmul per token, N_matmul: active layers plus the LM head (V h).
 
@@ -291,6 +298,7 @@ def attention_flops_per_token(model: ModelConfig) -> float:
     return ATTENTION_SCORE_TRAINING_FLOPS * model.num_layers * model.score_width * model.seq_len
 
 
+@lru_cache(maxsize=256)
 def model_flops_per_token(model: ModelConfig) -> float:
     """Model FLOPs per trained token, forward + backward, without recomputation.
 
@@ -314,6 +322,7 @@ def model_flops_per_token(model: ModelConfig) -> float:
     return matmuls + attention_flops_per_token(model)
 
 
+@lru_cache(maxsize=256)
 def recompute_flops_per_token(model: ModelConfig, recompute: str) -> float:
     """Extra forward FLOPs spent on activation recomputation.
 
@@ -344,6 +353,7 @@ def recompute_flops_per_token(model: ModelConfig, recompute: str) -> float:
     return 0.0
 
 
+@lru_cache(maxsize=256)
 def hardware_flops_per_token(model: ModelConfig, recompute: str) -> float:
     """Model FLOPs plus recomputation: what the hardware executes (HFU numerator).
 

@@ -484,6 +484,17 @@ KEYS: tuple[Key, ...] = (
 _BY_PATH: dict[str, Key] = {key.path: key for key in KEYS}
 
 
+def _names_by_section() -> dict[str, tuple[str, ...]]:
+    sections: dict[str, list[str]] = {}
+    for k in KEYS:
+        sections.setdefault(k.parent, []).append(k.name)
+    return {section: tuple(names) for section, names in sections.items()}
+
+
+# Every validation asks each section's allowed names: built once, KEYS being a tuple.
+_NAMES: Final[dict[str, tuple[str, ...]]] = _names_by_section()
+
+
 def key(path: str) -> Key:
     """The key at a dotted ``path``; KeyError for a path the schema does not know."""
     return _BY_PATH[path]
@@ -509,7 +520,7 @@ def defaults(section: str) -> dict[str, Any]:
 
 def names(section: str) -> tuple[str, ...]:
     """The keys a section (``"model"``, ``"training.method"``...) allows, in schema order."""
-    return tuple(k.name for k in KEYS if k.parent == section)
+    return _NAMES.get(section, ())
 
 
 def summary() -> str:

@@ -170,10 +170,20 @@ class _Slice:
     rejected: dict[str, int]
 
 
-def _decode(axes: dict[str, IntArray], flat: IntArray) -> dict[str, IntArray]:
-    shape = tuple(len(axes[name]) for name in AXES)
-    positions = np.unravel_index(flat, shape)
-    return {name: axes[name][pos] for name, pos in zip(AXES, positions, strict=True)}
+def _decode(axes: dict[str, IntArray], start: int, stop: int) -> dict[str, IntArray]:
+    """Each axis's value at the grid indices start..stop - 1 (C order, the last axis
+    fastest): ``np.unravel_index`` of the range and a look-up per axis, built instead by
+    repeating and tiling each axis over the blocks the range covers (~10x faster)."""
+    columns = {}
+    inner = 1  # layouts per step of the axis: the product of the lengths after it
+    for name in reversed(AXES):
+        block = inner * len(axes[name])
+        first, last = start // block, max(stop - 1, start) // block
+        column = np.tile(np.repeat(axes[name], inner), last - first + 1)
+        offset = start - first * block
+        columns[name] = column[offset : offset + stop - start]
+        inner = block
+    return {name: columns[name] for name in AXES}
 
 
 def _structural_reasons(scenario: Scenario, columns: dict[str, IntArray]) -> IntArray:
@@ -204,7 +214,7 @@ def _structural_reasons(scenario: Scenario, columns: dict[str, IntArray]) -> Int
 def structural_slice(scenario: Scenario, start: int, stop: int) -> _Slice:
     axes = grid_axes(scenario)
     flat = np.arange(start, stop, dtype=np.int64)
-    columns = _decode(axes, flat)
+    columns = _decode(axes, start, stop)
     reason = _structural_reasons(scenario, columns)
     counts = np.bincount(reason[reason >= 0], minlength=len(REJECTION_REASONS))
     rejected = {name: int(c) for name, c in zip(REJECTION_REASONS, counts, strict=True)}

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from estimator.core import schema
-from estimator.core.catalog import AcceleratorSpec, custom_spec, load_catalog, spec_with_overrides
+from estimator.core.catalog import AcceleratorSpec, catalog_spec, custom_spec, spec_with_overrides
 from estimator.core.errors import ScenarioError
 from estimator.core.frameworks import (
     LEGACY_FP16_FRAMEWORKS,
@@ -281,9 +281,9 @@ def _accelerator(section: _Section) -> AcceleratorSpec:
     overrides = section.raw("accelerator_spec", {})
     if not isinstance(overrides, Mapping):
         raise ScenarioError("cluster.accelerator_spec", f"must be an object, got {show(overrides)}")
-    catalog = load_catalog()
-    if accelerator in catalog:
-        return spec_with_overrides(catalog[accelerator], overrides)
+    listed = catalog_spec(accelerator)
+    if listed is not None:
+        return spec_with_overrides(listed, overrides)
     if overrides:
         return custom_spec(accelerator, overrides)
     raise ScenarioError(
@@ -500,6 +500,8 @@ def _with_framework(scenario: Scenario) -> Scenario:
         except ScenarioError:
             continue
         running.append(profile.id)
+        if scenario.parallelism is not None:
+            break  # fallbacks are kept for the search alone: the first that runs decides
     if not running:
         _check_runs(scenario, profile_for("auto", family))  # raises, naming what it refuses
     # Only a period stack gives way when nothing fits: a team in 2022 that could not fit

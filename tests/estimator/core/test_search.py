@@ -17,6 +17,7 @@ from estimator.core.layout import evaluate_layouts
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig
 from estimator.core.search_grid import (
+    AXES,
     grid_axes,
     grid_size,
     layout_config,
@@ -41,6 +42,17 @@ TRILLION_ON_8 = scenario(
 
 def without_timing(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k != "seconds"}
+
+
+@pytest.mark.parametrize(("start", "stop"), [(0, 1), (17, 5_000), (12_345, 200_001), (7, 7)])
+def test_structural_slice_decodes_its_range_in_c_order(start: int, stop: int) -> None:
+    parsed = validate_scenario(GPT3_AUTO)
+    axes = grid_axes(parsed)
+    part = structural_slice(parsed, start, stop)
+    assert np.all((part.flat_index >= start) & (part.flat_index < stop))
+    positions = np.unravel_index(part.flat_index, tuple(len(axes[name]) for name in AXES))
+    for name, position in zip(AXES, positions, strict=True):
+        assert np.array_equal(part.columns[name], axes[name][position]), name
 
 
 def test_search_agrees_with_estimate_on_random_layouts() -> None:
