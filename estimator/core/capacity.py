@@ -21,8 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from estimator.core.constants import TERA
+from estimator.core.finetune import training_flops_per_token
 from estimator.core.montecarlo import monte_carlo
 from estimator.core.search import search
+from estimator.core.validation import validate_scenario
+from estimator.core.workload import build_workload, matmul_peak_tflops
 
 #: Samples and seed of each point's Monte Carlo: a run's default count, one seed for every
 #: point so that a plan reproduces.
@@ -122,6 +126,71 @@ def capacity_points(
         else:
             points.append(point)
     return {"points": points, "misses": misses}
+
+
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_DAY = 24.0
+
+
+def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> float:
+    """A floor under the GPU-hours of every layout of ``scenario`` on ``cluster``'s accelerator.
+
+    The estimate reports ``mfu = F x r / P``: F the model's training FLOPs per token
+    (:func:`estimator.core.finetune.training_flops_per_token`), r the tokens per second per
+    device and P the datasheet's dense matmul peak at the training precision (the same
+    yardstick, :func:`estimator.core.explicit`'s ``_throughput``). Every FLOP of a step takes
+    at least its share of that peak: a matmul's time is its padded FLOPs over
+    ``P x efficiency`` with efficiency at most 1 (:func:`estimator.core.gemm.gemm_time`),
+    attention runs at a peak no higher than P, a power limit only lowers the peaks, and
+    recomputation, bubbles, communication and memory time only add to the step. So MFU <= 1,
+    r <= P / F, and the steady run takes at least ``T x F / P`` device-seconds for T tokens;
+    the whole run (:mod:`estimator.core.wholerun`: checkpoints, restarts, preemptions) only
+    adds days. Hence ``gpu_hours >= T x F / (3600 P)`` for every cluster size, and
+    ``training_days >= gpu_hours_floor / (24 n)`` on n devices (gpu_hours = 24 n days).
+
+    Parameters
+    ----------
+    scenario : mapping
+        ``model``, ``training`` and optional ``margins``/``run`` in the contract's format.
+    cluster : mapping
+        ``accelerator``, ``num_gpus`` (any size: the floor does not depend on it) and
+        optional ``gpus_per_node``.
+
+    Returns
+    -------
+    float
+        The floor, ``inf`` when the chip has no peak at the precision. [device-hours]
+
+    Raises
+    ------
+    ScenarioError
+        When the scenario or cluster is invalid, as the search would.
+    """
+    data = {**scenario, "format_version": 1, "cluster": dict(cluster), "parallelism": "auto"}
+    workload = build_workload(validate_scenario(data))
+    peak = matmul_peak_tflops(workload.spec.datasheet(), workload.precision) * TERA
+    if peak <= 0:
+        return float("inf")
+    flops = workload.tokens * training_flops_per_token(workload.model, workload.method)
+    return flops / peak / SECONDS_PER_HOUR
+
+
+def days_floor(gpu_hours_floor: float, num_gpus: int) -> float:
+    """The fewest training days ``num_gpus`` devices can take, from :func:`ideal_gpu_hours`.
+
+    Parameters
+    ----------
+    gpu_hours_floor : float
+        :func:`ideal_gpu_hours` of the scenario and accelerator. [device-hours]
+    num_gpus : int
+        Cluster size. [devices]
+
+    Returns
+    -------
+    float
+        ``gpu_hours_floor / (24 num_gpus)``. [days]
+    """
+    return gpu_hours_floor / (HOURS_PER_DAY * num_gpus)
 
 
 def pareto_frontier(points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

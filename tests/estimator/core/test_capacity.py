@@ -10,9 +10,14 @@ from estimator.core.capacity import (
     SPREAD_SEED,
     capacity_points,
     cluster_sizes,
+    days_floor,
+    ideal_gpu_hours,
     pareto_frontier,
 )
+from estimator.core.finetune import training_flops_per_token
 from estimator.core.montecarlo import monte_carlo
+from estimator.core.presets import preset_scenario
+from estimator.core.validation import validate_scenario
 
 from .scenarios import SMALL
 
@@ -64,3 +69,44 @@ def test_each_capacity_point_carries_its_monte_carlo_days() -> None:
     }
     assert point["training_days_quantiles"] == spread["training_days_quantiles"]
     assert point["training_days_quantiles"][50] == point["training_days_spread"]["p50"]
+
+
+def test_ideal_gpu_hours_is_the_model_flops_at_the_datasheet_peak() -> None:
+    cluster = {"accelerator": "H100-SXM", "num_gpus": 64}
+    scenario = validate_scenario({**MODEL_AND_TRAINING, "cluster": cluster, "parallelism": "auto"})
+    flops = 2e10 * training_flops_per_token(scenario.model, scenario.training.method)
+    bf16_peak = 989.4e12  # H100 SXM dense bf16, the catalog's datasheet figure
+    expected = flops / bf16_peak / 3600
+    assert abs(ideal_gpu_hours(MODEL_AND_TRAINING, cluster) / expected - 1) < 1e-3
+    assert days_floor(2400.0, 100) == 1.0  # 2,400 device-hours on 100 devices: one day
+
+
+def test_no_searched_point_beats_its_floor() -> None:
+    """The floors prune a plan only because they are below every real point: checked on
+    the ladder of sizes of several accelerators, precisions and a spot run."""
+    cases = [
+        (MODEL_AND_TRAINING, "H100-SXM"),
+        (
+            {
+                **MODEL_AND_TRAINING,
+                "training": {**MODEL_AND_TRAINING["training"], "precision": "fp8"},
+            },
+            "H100-SXM",
+        ),
+        ({**MODEL_AND_TRAINING, "run": {"capacity": "spot"}}, "A100-80GB-SXM"),
+        (MODEL_AND_TRAINING, "MI300X"),
+        (MODEL_AND_TRAINING, "TPU-v5p"),
+        (MODEL_AND_TRAINING, "L4"),
+    ]
+    llama = preset_scenario("llama3-70b", accelerator="H100-SXM", num_gpus=8)
+    llama.pop("cluster")
+    cases.append(({**llama, "training": {**llama["training"], "tokens": 2e12}}, "B200"))
+    checked = 0
+    for scenario, accelerator in cases:
+        floor = ideal_gpu_hours(scenario, {"accelerator": accelerator, "num_gpus": 8})
+        sizes = cluster_sizes(4096, 8)
+        for point in capacity_points(scenario, accelerator, sizes)["points"]:
+            assert point["gpu_hours"] >= floor
+            assert point["training_days"] >= days_floor(floor, point["num_gpus"])
+            checked += 1
+    assert checked > 50
