@@ -21,8 +21,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from estimator.core.constants import TERA
-from estimator.core.finetune import training_flops_per_token
+from estimator.core.constants import (
+    BACKWARD_TO_FORWARD,
+    CAUSAL_FRACTION,
+    FORWARD_BACKWARD_PASSES,
+    TERA,
+)
+from estimator.core.finetune import backward_layer_share, training_flops_per_token
+from estimator.core.model import attention_flops_per_token
 from estimator.core.montecarlo import monte_carlo
 from estimator.core.search import search
 from estimator.core.validation import validate_scenario
@@ -135,18 +141,20 @@ HOURS_PER_DAY = 24.0
 def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> float:
     """A floor under the GPU-hours of every layout of ``scenario`` on ``cluster``'s accelerator.
 
-    The estimate reports ``mfu = F x r / P``: F the model's training FLOPs per token
-    (:func:`estimator.core.finetune.training_flops_per_token`), r the tokens per second per
-    device and P the datasheet's dense matmul peak at the training precision (the same
-    yardstick, :func:`estimator.core.explicit`'s ``_throughput``). Every FLOP of a step takes
-    at least its share of that peak: a matmul's time is its padded FLOPs over
-    ``P x efficiency`` with efficiency at most 1 (:func:`estimator.core.gemm.gemm_time`),
-    attention runs at a peak no higher than P, a power limit only lowers the peaks, and
-    recomputation, bubbles, communication and memory time only add to the step. So MFU <= 1,
-    r <= P / F, and the steady run takes at least ``T x F / P`` device-seconds for T tokens;
-    the whole run (:mod:`estimator.core.wholerun`: checkpoints, restarts, preemptions) only
-    adds days. Hence ``gpu_hours >= T x F / (3600 P)`` for every cluster size, and
-    ``training_days >= gpu_hours_floor / (24 n)`` on n devices (gpu_hours = 24 n days).
+    The model's training FLOPs per token F
+    (:func:`estimator.core.finetune.training_flops_per_token`) are matmuls of the weights
+    and the attention scores, counted non-causally. The estimate
+    times a weight matmul at its padded FLOPs over ``P x efficiency`` (efficiency <= 1, P the
+    matmul peak at the training precision: :func:`estimator.core.gemm.gemm_time`), and the
+    attention scores at no less than ``CAUSAL_FRACTION`` of their counted FLOPs over the
+    16-bit peak (FlashAttention computes half the causal tiles, backward 2.5 x forward
+    against the 2 x counted: :func:`estimator.core.compute.attention_times`; unfused
+    attention all of them), a peak no higher than P. A power limit only lowers the peaks;
+    recomputation, bubbles, communication, memory traffic and the whole run's overheads
+    (:mod:`estimator.core.wholerun`) only add time. So T tokens take at least
+    ``T x (F - (1 - CAUSAL_FRACTION) x F_scores) / P`` device-seconds on any number of
+    devices, P the datasheet's peak (MFU's yardstick); gpu_hours = 24 n x training_days
+    gives the floor of days on n devices (:func:`days_floor`).
 
     Parameters
     ----------
@@ -159,7 +167,7 @@ def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> 
     Returns
     -------
     float
-        The floor, ``inf`` when the chip has no peak at the precision. [device-hours]
+        The floor; 0 when the datasheet has no peak at the precision. [device-hours]
 
     Raises
     ------
@@ -169,10 +177,17 @@ def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> 
     data = {**scenario, "format_version": 1, "cluster": dict(cluster), "parallelism": "auto"}
     workload = build_workload(validate_scenario(data))
     peak = matmul_peak_tflops(workload.spec.datasheet(), workload.precision) * TERA
-    if peak <= 0:
-        return float("inf")
-    flops = workload.tokens * training_flops_per_token(workload.model, workload.method)
-    return flops / peak / SECONDS_PER_HOUR
+    if peak <= 0:  # no yardstick to bound by: a floor of nothing prunes nothing
+        return 0.0
+    model, method = workload.model, workload.method
+    backward = backward_layer_share(model, method)
+    scores = (
+        attention_flops_per_token(model)
+        * (1.0 + BACKWARD_TO_FORWARD * backward)
+        / FORWARD_BACKWARD_PASSES
+    )
+    per_token = training_flops_per_token(model, method) - (1.0 - CAUSAL_FRACTION) * scores
+    return workload.tokens * per_token / peak / SECONDS_PER_HOUR
 
 
 def days_floor(gpu_hours_floor: float, num_gpus: int) -> float:

@@ -73,11 +73,15 @@ def test_each_capacity_point_carries_its_monte_carlo_days() -> None:
 
 def test_ideal_gpu_hours_is_the_model_flops_at_the_datasheet_peak() -> None:
     cluster = {"accelerator": "H100-SXM", "num_gpus": 64}
-    scenario = validate_scenario({**MODEL_AND_TRAINING, "cluster": cluster, "parallelism": "auto"})
-    flops = 2e10 * training_flops_per_token(scenario.model, scenario.training.method)
+    data = {**MODEL_AND_TRAINING, "cluster": cluster, "parallelism": "auto"}
+    scenario = validate_scenario(data)
+    model = scenario.model
+    flops = training_flops_per_token(model, scenario.training.method)
+    # Causal attention: half of the 12 l w s score FLOPs counted per token.
+    scores = 12 * model.num_layers * model.score_width * model.seq_len
     bf16_peak = 989.4e12  # H100 SXM dense bf16, the catalog's datasheet figure
-    expected = flops / bf16_peak / 3600
-    assert abs(ideal_gpu_hours(MODEL_AND_TRAINING, cluster) / expected - 1) < 1e-3
+    expected = 2e10 * (flops - 0.5 * scores) / bf16_peak / 3600
+    assert abs(ideal_gpu_hours(MODEL_AND_TRAINING, cluster) / expected - 1) < 1e-9
     assert days_floor(2400.0, 100) == 1.0  # 2,400 device-hours on 100 devices: one day
 
 
@@ -98,6 +102,8 @@ def test_no_searched_point_beats_its_floor() -> None:
         (MODEL_AND_TRAINING, "TPU-v5p"),
         (MODEL_AND_TRAINING, "L4"),
     ]
+    long_model = {**MODEL_AND_TRAINING["model"], "seq_len": 65536}
+    cases.append(({**MODEL_AND_TRAINING, "model": long_model}, "H100-SXM"))
     llama = preset_scenario("llama3-70b", accelerator="H100-SXM", num_gpus=8)
     llama.pop("cluster")
     cases.append(({**llama, "training": {**llama["training"], "tokens": 2e12}}, "B200"))
