@@ -28,11 +28,12 @@ from estimator.core.constants import (
     TERA,
 )
 from estimator.core.finetune import backward_layer_share, training_flops_per_token
+from estimator.core.gemm import matmul_efficiency
 from estimator.core.model import attention_flops_per_token
 from estimator.core.montecarlo import monte_carlo
 from estimator.core.search import search
 from estimator.core.validation import validate_scenario
-from estimator.core.workload import build_workload, matmul_peak_tflops
+from estimator.core.workload import Workload, build_workload
 
 #: Samples and seed of each point's Monte Carlo: a run's default count, one seed for every
 #: point so that a plan reproduces.
@@ -142,19 +143,26 @@ def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> 
     """A floor under the GPU-hours of every layout of ``scenario`` on ``cluster``'s accelerator.
 
     The model's training FLOPs per token F
-    (:func:`estimator.core.finetune.training_flops_per_token`) are matmuls of the weights
-    and the attention scores, counted non-causally. The estimate
-    times a weight matmul at its padded FLOPs over ``P x efficiency`` (efficiency <= 1, P the
-    matmul peak at the training precision: :func:`estimator.core.gemm.gemm_time`), and the
-    attention scores at no less than ``CAUSAL_FRACTION`` of their counted FLOPs over the
-    16-bit peak (FlashAttention computes half the causal tiles, backward 2.5 x forward
-    against the 2 x counted: :func:`estimator.core.compute.attention_times`; unfused
-    attention all of them), a peak no higher than P. A power limit only lowers the peaks;
-    recomputation, bubbles, communication, memory traffic and the whole run's overheads
-    (:mod:`estimator.core.wholerun`) only add time. So T tokens take at least
-    ``T x (F - (1 - CAUSAL_FRACTION) x F_scores) / P`` device-seconds on any number of
-    devices, P the datasheet's peak (MFU's yardstick); gpu_hours = 24 n x training_days
-    gives the floor of days on n devices (:func:`days_floor`).
+    (:func:`estimator.core.finetune.training_flops_per_token`) are the weights' matmuls and
+    the attention scores' F_s, counted non-causally. The estimate times a weight matmul at
+    its padded FLOPs over ``P_m x e_m`` (:func:`estimator.core.gemm.gemm_time`: the matmul
+    peak and efficiency of the workload, or the 16-bit ones ``P_16 x e_gemm`` for a matmul
+    fp8 keeps in 16 bits), and attention at no less than ``CAUSAL_FRACTION x`` its counted
+    FLOPs over ``P_a x e_a`` (FlashAttention computes half the causal tiles, its backward
+    2.5 x the forward against 2 x counted; unfused attention all of them at ``P_a x e_gemm``:
+    :func:`estimator.core.compute.attention_times`). Every other part of a step (elementwise
+    passes, the optimizer, recomputation, bubbles, communication not hidden, margins) and of
+    the whole run (:mod:`estimator.core.wholerun`) only adds time, and the layout only splits
+    this work over the devices. So T tokens take at least
+    ``T x ((F - F_s) / max(P_m e_m, P_16 e_gemm) + CAUSAL_FRACTION F_s / (P_a e))``
+    device-seconds on any number of devices, e being e_a with FlashAttention and e_gemm
+    without; gpu_hours = 24 n x training_days gives the floor
+    of days on n devices (:func:`days_floor`).
+
+    The peaks and efficiencies are the workload's own (power limit, stack and calibration
+    included). A scenario with framework fallbacks may be searched on another stack, whose
+    efficiencies may be higher: its floor takes every efficiency as 1 (MFU <= 1 at the
+    datasheet peak), a floor for any stack.
 
     Parameters
     ----------
@@ -167,7 +175,7 @@ def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> 
     Returns
     -------
     float
-        The floor; 0 when the datasheet has no peak at the precision. [device-hours]
+        The floor; 0 when a peak is missing (a floor of nothing prunes nothing). [device-hours]
 
     Raises
     ------
@@ -175,10 +183,8 @@ def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> 
         When the scenario or cluster is invalid, as the search would.
     """
     data = {**scenario, "format_version": 1, "cluster": dict(cluster), "parallelism": "auto"}
-    workload = build_workload(validate_scenario(data))
-    peak = matmul_peak_tflops(workload.spec.datasheet(), workload.precision) * TERA
-    if peak <= 0:  # no yardstick to bound by: a floor of nothing prunes nothing
-        return 0.0
+    validated = validate_scenario(data)
+    workload = build_workload(validated)
     model, method = workload.model, workload.method
     backward = backward_layer_share(model, method)
     scores = (
@@ -186,8 +192,28 @@ def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> 
         * (1.0 + BACKWARD_TO_FORWARD * backward)
         / FORWARD_BACKWARD_PASSES
     )
-    per_token = training_flops_per_token(model, method) - (1.0 - CAUSAL_FRACTION) * scores
-    return workload.tokens * per_token / peak / SECONDS_PER_HOUR
+    weights = training_flops_per_token(model, method) - scores
+    matmul_rate, attention_rate = _ceiling_rates(workload, bool(validated.framework_fallbacks))
+    if matmul_rate <= 0 or attention_rate <= 0:
+        return 0.0
+    per_token = weights / matmul_rate + CAUSAL_FRACTION * scores / attention_rate
+    return workload.tokens * per_token / SECONDS_PER_HOUR
+
+
+def _ceiling_rates(workload: Workload, any_stack: bool) -> tuple[float, float]:
+    """The fastest the estimate runs weight matmuls and attention FLOPs. [FLOP/s]"""
+    if any_stack:
+        peaks = workload.spec.datasheet().peak_tflops
+        fastest = max(peaks.values(), default=0.0) * TERA
+        return fastest, fastest
+    efficiency = workload.efficiency
+    matmul = max(
+        workload.peak_matmul_flops * matmul_efficiency(workload),
+        workload.peak_16bit_flops * efficiency.gemm,
+    )
+    flash = workload.framework.flash_attention
+    attention = workload.peak_attention_flops * (efficiency.attention if flash else efficiency.gemm)
+    return matmul, attention
 
 
 def days_floor(gpu_hours_floor: float, num_gpus: int) -> float:

@@ -18,6 +18,7 @@ from estimator.core.finetune import training_flops_per_token
 from estimator.core.montecarlo import monte_carlo
 from estimator.core.presets import preset_scenario
 from estimator.core.validation import validate_scenario
+from estimator.core.workload import build_workload
 
 from .scenarios import SMALL
 
@@ -71,16 +72,19 @@ def test_each_capacity_point_carries_its_monte_carlo_days() -> None:
     assert point["training_days_quantiles"][50] == point["training_days_spread"]["p50"]
 
 
-def test_ideal_gpu_hours_is_the_model_flops_at_the_datasheet_peak() -> None:
+def test_ideal_gpu_hours_is_the_model_flops_at_the_workloads_fastest_rates() -> None:
     cluster = {"accelerator": "H100-SXM", "num_gpus": 64}
     data = {**MODEL_AND_TRAINING, "cluster": cluster, "parallelism": "auto"}
     scenario = validate_scenario(data)
+    workload = build_workload(scenario)
     model = scenario.model
     flops = training_flops_per_token(model, scenario.training.method)
     # Causal attention: half of the 12 l w s score FLOPs counted per token.
     scores = 12 * model.num_layers * model.score_width * model.seq_len
     bf16_peak = 989.4e12  # H100 SXM dense bf16, the catalog's datasheet figure
-    expected = 2e10 * (flops - 0.5 * scores) / bf16_peak / 3600
+    gemm, attention = workload.efficiency.gemm, workload.efficiency.attention
+    seconds = (flops - scores) / (bf16_peak * gemm) + 0.5 * scores / (bf16_peak * attention)
+    expected = 2e10 * seconds / 3600
     assert abs(ideal_gpu_hours(MODEL_AND_TRAINING, cluster) / expected - 1) < 1e-9
     assert days_floor(2400.0, 100) == 1.0  # 2,400 device-hours on 100 devices: one day
 
