@@ -76,11 +76,20 @@ class Pruner:
         days = days_floor(gpu_hours, size)
         for option in offered:
             cost = option.cost(gpu_hours, size)[1]
-            if days <= self.deadline_days and (self.budget is None or cost <= self.budget):
-                return True
-            if not self._dominated(days, cost):
+            if self._within(days, cost) or not self._dominated(days, cost):
                 return True
         return False
+
+    def may_meet(self, accelerator: str, capacity: str, size: int, gpu_hours: float) -> bool:
+        """Whether the floors of ``size`` meet the deadline and budget for some option: such
+        a size is always searched, so searching these first gives the others the most
+        points to be ruled out by."""
+        days = days_floor(gpu_hours, size)
+        offered = self.offers.get((accelerator, capacity, size), ())
+        return any(self._within(days, option.cost(gpu_hours, size)[1]) for option in offered)
+
+    def _within(self, days: float, cost: Decimal) -> bool:
+        return days <= self.deadline_days and (self.budget is None or cost <= self.budget)
 
     def _dominated(self, days: float, cost: Decimal) -> bool:
         return any(seen_days < days and seen_cost <= cost for seen_days, seen_cost in self.known)

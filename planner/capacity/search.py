@@ -382,8 +382,9 @@ def chunk_compute(
     """Search one chunk: its points and misses, or the estimator's refusal as ``error``.
 
     With a ``pruner`` (:mod:`planner.capacity.pruning`) the sizes that cannot change the
-    plan are not searched but listed in ``skipped``; the largest sizes are searched first,
-    since fast points are the ones that rule slow sizes out.
+    plan are not searched but listed in ``skipped``. The sizes that may meet both limits go
+    first (they are searched anyway), then the others, each group largest first: fast
+    points are the ones that rule slow sizes out.
     """
     searched = search_scenario(scenario, chunk["capacity"])
     try:
@@ -413,7 +414,9 @@ def _pruned_points(
     accelerator, capacity = chunk["accelerator"], chunk["capacity"]
     points: dict[int, dict[str, Any]] = {}
     misses, skipped = [], []
-    for size in sorted(chunk["sizes"], reverse=True):
+    first = [s for s in chunk["sizes"] if pruner.may_meet(accelerator, capacity, s, floor)]
+    rest = sorted(set(chunk["sizes"]) - set(first), reverse=True)
+    for size in [*sorted(first, reverse=True), *rest]:
         if not pruner.can_matter(accelerator, capacity, size, floor):
             skipped.append(size)
             continue
@@ -562,8 +565,24 @@ def capacity_plan(
         results = [chunk_compute(scenario, chunk) for chunk in chunks]
     else:
         pruner = plan_pruner(options, deadline_days=deadline_days, budget=budget)
-        results = [chunk_compute(scenario, chunk, pruner) for chunk in chunks]
+        parts = _in_two_passes(scenario, chunks, pruner)
+        results = [chunk_compute(scenario, part, pruner) for part in parts]
     return plan_merge(options, results, deadline_days=deadline_days, budget=budget)
+
+
+def _in_two_passes(
+    scenario: Mapping[str, Any], chunks: list[dict[str, Any]], pruner: Pruner
+) -> list[dict[str, Any]]:
+    """Every chunk's sizes that may meet both limits, then the rest of every chunk: by the
+    second pass, each point that had to be searched anyway can rule a size out."""
+    first, then = [], []
+    for chunk in chunks:
+        floor = _floor(search_scenario(scenario, chunk["capacity"]), chunk)
+        key = (chunk["accelerator"], chunk["capacity"])
+        early = [s for s in chunk["sizes"] if floor is None or pruner.may_meet(*key, s, floor)]
+        first.append({**chunk, "sizes": early})
+        then.append({**chunk, "sizes": [s for s in chunk["sizes"] if s not in early]})
+    return [part for part in first + then if part["sizes"]]
 
 
 def _cheapest_price(options: Iterable[PricedOption]) -> dict[tuple[str, str], Decimal]:

@@ -135,3 +135,11 @@ def test_learning_prices_a_point_for_every_option_offering_its_size() -> None:
         ]
     )
     assert pruner.known == [(0.5, Decimal("200.00")), (0.5, Decimal("300.00"))]
+
+
+def test_only_sizes_whose_floors_meet_both_limits_may_meet_them() -> None:
+    pruner = _pruner(budget="30000")
+    # 9,600 device-hours at 2 a device-hour: 19,200.00, within the budget.
+    assert pruner.may_meet("H100-SXM", "", 16, 9600.0)  # at least 25 days: in time
+    assert not pruner.may_meet("H100-SXM", "", 8, 9600.0)  # at least 50 days: late
+    assert not pruner.may_meet("H100-SXM", "", 64, 19200.0)  # 38,400.00: over budget
