@@ -1,6 +1,6 @@
 """Time a saved capacity plan searched by 1, 2 and 4 Celery workers: submit to result.
 
-    .venv/bin/python benchmarks/bench_capacity_plan.py [--workers 1 2 4] [--repeat 1]
+    .venv/bin/python benchmarks/bench_capacity_plan.py [--workers 1 2 4] [--repeat 1] [--max-gpus N]
         [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--redis redis://127.0.0.1:6379/13]
 
 The demo's Llama 3 70B plan (2T tokens by 2027-06-30, 9,000,000 USD, up to 16,384 GPUs, the
@@ -11,7 +11,9 @@ and flushing ``--redis``, when it ends) a throwaway database ``trainplan_bench_c
 worker count N, N ``celery worker --pool=solo`` processes. It prints the POST's time (with no
 worker running, and with the workers searching), the time from submit until the plan's GET says
 "succeeded" (polled every 0.1 s), the speed-up over 1 worker, and the same plan computed in this
-process (:func:`planner.capacity.search.capacity_plan`) for reference.
+process (:func:`planner.capacity.search.capacity_plan`) for reference: searching every size
+(as before pruning) and pruned, in the same run, with whether their results are identical.
+``--max-gpus 100000`` asks the same question up to 100,000 GPUs.
 """
 
 from __future__ import annotations
@@ -110,9 +112,10 @@ def wait_for(check: Callable[[], bool], what: str, procs: Procs, logs: Path) -> 
     raise SystemExit(f"{what} did not start (exited, or no answer in 90 s); logs in {logs}")
 
 
-def question_inputs() -> dict[str, Any]:
-    """The API's request body, and the plan computed in this process (timed) for reference,
-    with its options built as :func:`capacity_plan_create` builds them."""
+def question_inputs(max_gpus: int) -> dict[str, Any]:
+    """The API's request body, and the plan computed in this process for reference, with
+    its options built as :func:`capacity_plan_create` builds them: timed searching every
+    size (``exhaustive``, as before pruning) and pruned (as the workers search), in turn."""
     from django.contrib.auth.models import User
     from django.utils import timezone
 
@@ -133,21 +136,31 @@ def question_inputs() -> dict[str, Any]:
     book = books.order_by("-published_at", "-fetched_at", "-pk").first()
     if book is None:
         raise SystemExit("the demo data has no published price book")
-    start_s = time.perf_counter()
     built = capacity_options(book=book, include_quotes=True, include_onprem=True,
-                             currency=CURRENCY, max_gpus=MAX_GPUS, on=today,
+                             currency=CURRENCY, max_gpus=max_gpus, on=today,
                              viewer=organisation)  # fmt: skip
     scenario = capacity_scenario(preset_id=PRESET, tokens=2e12)
     days = days_until(deadline, today=today)
-    result = capacity_plan(scenario, built.options, deadline_days=days, budget=Decimal(BUDGET))
-    seconds = time.perf_counter() - start_s
+    plans, seconds = {}, {}
+    for exhaustive in (True, False):
+        start_s = time.perf_counter()
+        plans[exhaustive] = capacity_plan(
+            scenario, built.options, deadline_days=days, budget=Decimal(BUDGET),
+            exhaustive=exhaustive,
+        )  # fmt: skip
+        seconds[exhaustive] = time.perf_counter() - start_s
+    result, whole = plans[False], plans[True]
     chunks = plan_chunks(built.options)
     body = {"model_preset": PRESET, "tokens": TOKENS, "deadline": deadline.isoformat(),
-            "budget": BUDGET, "currency": CURRENCY, "max_gpus": MAX_GPUS,
+            "budget": BUDGET, "currency": CURRENCY, "max_gpus": max_gpus,
             "book": book.pk}  # fmt: skip
+    figures = ("feasible", "frontier", "points", "notes")
     return {"body": body, "book": book.name, "options": len(built.options),
             "chunks": len(chunks), "sizes": sum(len(chunk["sizes"]) for chunk in chunks),
-            "baseline_s": seconds, "result": json.loads(json.dumps(
+            "exhaustive_s": seconds[True], "pruned_s": seconds[False],
+            "searched": result["points_evaluated"], "skipped": result["points_skipped"],
+            "pruned_same": all(result[key] == whole[key] for key in figures),
+            "result": json.loads(json.dumps(
                 {key: result[key] for key in ("feasible", "frontier")}))}  # fmt: skip
 
 
@@ -222,6 +235,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--repeat", type=int, default=1, help="plans per worker count")
+    parser.add_argument("--max-gpus", type=int, default=MAX_GPUS, help="the plan's ceiling")
     parser.add_argument("--postgres", default="postgres://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/13")
     args = parser.parse_args()
@@ -247,7 +261,7 @@ def main() -> None:
 
         django.setup()
         print("in-process plan (capacity_plan) ...", flush=True)
-        plan = question_inputs()
+        plan = question_inputs(args.max_gpus)
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = int(probe.getsockname()[1])
@@ -273,14 +287,14 @@ def main() -> None:
         stop(server)
         database_reset(args.postgres, create=False)
         broker.flushdb()
-    report(plan, runs)
+    report(plan, runs, args.max_gpus)
 
 
-def report(plan: dict[str, Any], runs: dict[int, list[Run]]) -> None:
+def report(plan: dict[str, Any], runs: dict[int, list[Run]], max_gpus: int) -> None:
     every = [run for count_runs in runs.values() for run in count_runs]
     first, body = every[0], plan["body"]
     print(f"\nplan: {PRESET}, {TOKENS} tokens by {body['deadline']}, budget "
-          f"{int(BUDGET):,} {CURRENCY}, up to {MAX_GPUS:,} GPUs, book '{plan['book']}' "
+          f"{int(BUDGET):,} {CURRENCY}, up to {max_gpus:,} GPUs, book '{plan['book']}' "
           "+ quotes + on-prem")  # fmt: skip
     feasible = len(first["result"]["feasible"])
     print(f"priced options: {plan['options']}; chunks: {first['chunks']}; cluster sizes "
@@ -289,7 +303,10 @@ def report(plan: dict[str, Any], runs: dict[int, list[Run]]) -> None:
     same = plan["result"] == first["result"]
     print(f"identical results: {'yes' if identical else 'no'} (feasible options and frontier "
           f"of all {len(every)} runs); same as in-process: {'yes' if same else 'no'}")  # fmt: skip
-    print(f"in-process capacity_plan (options, search, merge): {plan['baseline_s']:.2f} s\n")
+    print(f"in-process capacity_plan (search, merge), same run: every size "
+          f"{plan['exhaustive_s']:.2f} s; pruned {plan['pruned_s']:.2f} s "
+          f"({plan['searched']} sizes searched, {plan['skipped']} ruled out; "
+          f"result {'identical' if plan['pruned_same'] else 'DIFFERENT'})\n")  # fmt: skip
     one = statistics.median(run["seconds"] for run in runs[min(runs)])
     print(f"{'workers':>7} | {'submit→result s':>15} | {'speed-up':>8} | {'POST ms':>7} | "
           "Σ chunk s")  # fmt: skip

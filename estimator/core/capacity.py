@@ -21,8 +21,19 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from estimator.core.constants import (
+    BACKWARD_TO_FORWARD,
+    CAUSAL_FRACTION,
+    FORWARD_BACKWARD_PASSES,
+    TERA,
+)
+from estimator.core.finetune import backward_layer_share, training_flops_per_token
+from estimator.core.gemm import matmul_efficiency
+from estimator.core.model import attention_flops_per_token
 from estimator.core.montecarlo import monte_carlo
 from estimator.core.search import search
+from estimator.core.validation import validate_scenario
+from estimator.core.workload import Workload, build_workload
 
 #: Samples and seed of each point's Monte Carlo: a run's default count, one seed for every
 #: point so that a plan reproduces.
@@ -122,6 +133,105 @@ def capacity_points(
         else:
             points.append(point)
     return {"points": points, "misses": misses}
+
+
+SECONDS_PER_HOUR = 3600.0
+HOURS_PER_DAY = 24.0
+
+
+def ideal_gpu_hours(scenario: Mapping[str, Any], cluster: Mapping[str, Any]) -> float:
+    """A floor under the GPU-hours of every layout of ``scenario`` on ``cluster``'s accelerator.
+
+    The model's training FLOPs per token F
+    (:func:`estimator.core.finetune.training_flops_per_token`) are the weights' matmuls and
+    the attention scores' F_s, counted non-causally. The estimate times a weight matmul at
+    its padded FLOPs over ``P_m x e_m`` (:func:`estimator.core.gemm.gemm_time`: the matmul
+    peak and efficiency of the workload, or the 16-bit ones ``P_16 x e_gemm`` for a matmul
+    fp8 keeps in 16 bits), and attention at no less than ``CAUSAL_FRACTION x`` its counted
+    FLOPs over ``P_a x e_a`` (FlashAttention computes half the causal tiles, its backward
+    2.5 x the forward against 2 x counted; unfused attention all of them at ``P_a x e_gemm``:
+    :func:`estimator.core.compute.attention_times`). Every other part of a step (elementwise
+    passes, the optimizer, recomputation, bubbles, communication not hidden, margins) and of
+    the whole run (:mod:`estimator.core.wholerun`) only adds time, and the layout only splits
+    this work over the devices. So T tokens take at least
+    ``T x ((F - F_s) / max(P_m e_m, P_16 e_gemm) + CAUSAL_FRACTION F_s / (P_a e))``
+    device-seconds on any number of devices, e being e_a with FlashAttention and e_gemm
+    without; gpu_hours = 24 n x training_days gives the floor
+    of days on n devices (:func:`days_floor`).
+
+    The peaks and efficiencies are the workload's own (power limit, stack and calibration
+    included). A scenario with framework fallbacks may be searched on another stack, whose
+    efficiencies may be higher: its floor takes every efficiency as 1 (MFU <= 1 at the
+    datasheet peak), a floor for any stack.
+
+    Parameters
+    ----------
+    scenario : mapping
+        ``model``, ``training`` and optional ``margins``/``run`` in the contract's format.
+    cluster : mapping
+        ``accelerator``, ``num_gpus`` (any size: the floor does not depend on it) and
+        optional ``gpus_per_node``.
+
+    Returns
+    -------
+    float
+        The floor; 0 when a peak is missing (a floor of nothing prunes nothing). [device-hours]
+
+    Raises
+    ------
+    ScenarioError
+        When the scenario or cluster is invalid, as the search would.
+    """
+    data = {**scenario, "format_version": 1, "cluster": dict(cluster), "parallelism": "auto"}
+    validated = validate_scenario(data)
+    workload = build_workload(validated)
+    model, method = workload.model, workload.method
+    backward = backward_layer_share(model, method)
+    scores = (
+        attention_flops_per_token(model)
+        * (1.0 + BACKWARD_TO_FORWARD * backward)
+        / FORWARD_BACKWARD_PASSES
+    )
+    weights = training_flops_per_token(model, method) - scores
+    matmul_rate, attention_rate = _ceiling_rates(workload, bool(validated.framework_fallbacks))
+    if matmul_rate <= 0 or attention_rate <= 0:
+        return 0.0
+    per_token = weights / matmul_rate + CAUSAL_FRACTION * scores / attention_rate
+    return workload.tokens * per_token / SECONDS_PER_HOUR
+
+
+def _ceiling_rates(workload: Workload, any_stack: bool) -> tuple[float, float]:
+    """The fastest the estimate runs weight matmuls and attention FLOPs. [FLOP/s]"""
+    if any_stack:
+        peaks = workload.spec.datasheet().peak_tflops
+        fastest = max(peaks.values(), default=0.0) * TERA
+        return fastest, fastest
+    efficiency = workload.efficiency
+    matmul = max(
+        workload.peak_matmul_flops * matmul_efficiency(workload),
+        workload.peak_16bit_flops * efficiency.gemm,
+    )
+    flash = workload.framework.flash_attention
+    attention = workload.peak_attention_flops * (efficiency.attention if flash else efficiency.gemm)
+    return matmul, attention
+
+
+def days_floor(gpu_hours_floor: float, num_gpus: int) -> float:
+    """The fewest training days ``num_gpus`` devices can take, from :func:`ideal_gpu_hours`.
+
+    Parameters
+    ----------
+    gpu_hours_floor : float
+        :func:`ideal_gpu_hours` of the scenario and accelerator. [device-hours]
+    num_gpus : int
+        Cluster size. [devices]
+
+    Returns
+    -------
+    float
+        ``gpu_hours_floor / (24 num_gpus)``. [days]
+    """
+    return gpu_hours_floor / (HOURS_PER_DAY * num_gpus)
 
 
 def pareto_frontier(points: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

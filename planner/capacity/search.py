@@ -34,9 +34,15 @@ from decimal import Decimal
 from typing import Any
 
 from estimator.core import ScenarioError, load_catalog
-from estimator.core.capacity import capacity_points, cluster_sizes, pareto_frontier
+from estimator.core.capacity import (
+    capacity_points,
+    cluster_sizes,
+    ideal_gpu_hours,
+    pareto_frontier,
+)
 from estimator.core.deadline import deadline_check
 from estimator.core.presets import preset_scenario
+from planner.capacity.pruning import Priced, Pruner, SearchSize
 from planner.scenarios.budget_figures import commitment_minimum, cost_of, money
 from planner.scenarios.prices import PriceObject, price_describe
 from pricing import selectors as pricing_selectors
@@ -349,14 +355,19 @@ def plan_chunks(
 
     Each chunk is ``{"accelerator", "capacity", "sizes"}``. A search's sizes are dealt out
     in turn (the first chunk takes sizes 0, n, 2n, ...), so every chunk holds small and large
-    clusters alike and the chunks take about as long as each other.
+    clusters alike and the chunks take about as long as each other. The searches whose
+    options are cheapest per device-hour come first: the workers take chunks in this order,
+    and the points those find rule out the most sizes of later chunks
+    (:mod:`planner.capacity.pruning`).
     """
+    options = list(options)
     wanted: dict[tuple[str, str], set[int]] = defaultdict(set)
     for option in options:
         wanted[option.search_key].update(option.sizes(node_size(option.accelerator)))
+    cheapest = _cheapest_price(options)
     chunks = []
-    for (accelerator, capacity), sizes in wanted.items():
-        ordered = sorted(sizes)
+    for accelerator, capacity in sorted(wanted, key=lambda key: (cheapest[key], key)):
+        ordered = sorted(wanted[(accelerator, capacity)])
         count = max(1, -(-len(ordered) // sizes_per_chunk))
         for first in range(count):
             chunks.append(
@@ -365,15 +376,72 @@ def plan_chunks(
     return [chunk for chunk in chunks if chunk["sizes"]]
 
 
-def chunk_compute(scenario: Mapping[str, Any], chunk: Mapping[str, Any]) -> dict[str, Any]:
-    """Search one chunk: its points and misses, or the estimator's refusal as ``error``."""
+def chunk_compute(
+    scenario: Mapping[str, Any], chunk: Mapping[str, Any], pruner: Pruner | None = None
+) -> dict[str, Any]:
+    """Search one chunk: its points and misses, or the estimator's refusal as ``error``.
+
+    With a ``pruner`` (:mod:`planner.capacity.pruning`) the sizes that cannot change the
+    plan are not searched but listed in ``skipped``. The sizes that may meet both limits go
+    first (they are searched anyway), then the others, each group largest first: fast
+    points are the ones that rule slow sizes out.
+    """
+    searched = search_scenario(scenario, chunk["capacity"])
     try:
-        found = capacity_points(
-            search_scenario(scenario, chunk["capacity"]), chunk["accelerator"], chunk["sizes"]
-        )
+        floor = _floor(searched, chunk) if pruner is not None else None
+        if pruner is None or floor is None:
+            found = capacity_points(searched, chunk["accelerator"], chunk["sizes"])
+        else:
+            found = _pruned_points(searched, chunk, pruner, floor)
     except ScenarioError as error:
         return {**chunk, "points": [], "misses": [], "error": f"{error.key}: {error.reason}"}
     return {**chunk, **found}
+
+
+def _floor(scenario: Mapping[str, Any], chunk: Mapping[str, Any]) -> float | None:
+    """The accelerator's floor of GPU-hours; None when the estimator refuses it (the chunk
+    is then searched in full, so the refusal reaches the plan's notes as before)."""
+    cluster = {"accelerator": chunk["accelerator"], "num_gpus": max(chunk["sizes"])}
+    try:
+        return ideal_gpu_hours(scenario, cluster)
+    except ScenarioError:
+        return None
+
+
+def _pruned_points(
+    scenario: Mapping[str, Any], chunk: Mapping[str, Any], pruner: Pruner, floor: float
+) -> dict[str, Any]:
+    accelerator, capacity = chunk["accelerator"], chunk["capacity"]
+    points: dict[int, dict[str, Any]] = {}
+    misses, skipped = [], []
+    first = [s for s in chunk["sizes"] if pruner.may_meet(accelerator, capacity, s, floor)]
+    rest = sorted(set(chunk["sizes"]) - set(first), reverse=True)
+    for size in [*sorted(first, reverse=True), *rest]:
+        if not pruner.can_matter(accelerator, capacity, size, floor):
+            skipped.append(size)
+            continue
+        found = capacity_points(scenario, accelerator, [size])
+        misses += found["misses"]
+        for point in found["points"]:
+            points[size] = point
+            pruner.learn(accelerator, capacity, point)
+    order = list(chunk["sizes"])
+    return {
+        "points": [points[size] for size in order if size in points],
+        "misses": [size for size in order if size in misses],
+        "skipped": [size for size in order if size in skipped],
+    }
+
+
+def plan_pruner(
+    options: Iterable[PricedOption], *, deadline_days: float, budget: Decimal | None
+) -> Pruner:
+    """A :class:`~planner.capacity.pruning.Pruner` for a plan's options and limits."""
+    offers: dict[SearchSize, list[Priced]] = defaultdict(list)
+    for option in options:
+        for size in option.sizes(node_size(option.accelerator)):
+            offers[(*option.search_key, size)].append(option)
+    return Pruner(offers, deadline_days, budget)
 
 
 def meets(point: Mapping[str, Any], *, deadline_days: float, budget: Decimal | None) -> bool:
@@ -435,12 +503,13 @@ def plan_merge(
     """
     found: dict[tuple[str, str, int], dict[str, Any]] = {}
     notes: list[str] = []
-    evaluated = 0
+    evaluated = skipped = 0
     for result in sorted(chunk_results, key=lambda r: (r["accelerator"], r["capacity"])):
         if result.get("error"):
             note = f"{result['accelerator']}: {result['error']}"
             notes += [] if note in notes else [note]
         evaluated += len(result["points"]) + len(result["misses"])
+        skipped += len(result.get("skipped", []))
         for point in result["points"]:
             found[(result["accelerator"], result["capacity"], point["num_gpus"])] = point
     priced = []
@@ -460,6 +529,7 @@ def plan_merge(
         "points": [_serialised(p) for p in _chart_points(frontier, feasible)],
         "notes": notes,
         "points_evaluated": evaluated,
+        "points_skipped": skipped,
     }
 
 
@@ -481,8 +551,43 @@ def capacity_plan(
     *,
     deadline_days: float,
     budget: Decimal | None,
+    exhaustive: bool = False,
 ) -> dict[str, Any]:
     """A whole plan in this process: every chunk, then :func:`plan_merge`. A saved plan runs
-    the same chunks on the workers; this is what it must equal."""
-    results = [chunk_compute(scenario, chunk) for chunk in plan_chunks(options)]
+    the same chunks on the workers; this is what it must equal.
+
+    Unless ``exhaustive``, sizes that cannot change the result are skipped
+    (:mod:`planner.capacity.pruning`), in :func:`plan_chunks`' order. The result equals the
+    exhaustive plan's but for ``points_evaluated`` and ``points_skipped``.
+    """
+    chunks = plan_chunks(options)
+    if exhaustive:
+        results = [chunk_compute(scenario, chunk) for chunk in chunks]
+    else:
+        pruner = plan_pruner(options, deadline_days=deadline_days, budget=budget)
+        parts = _in_two_passes(scenario, chunks, pruner)
+        results = [chunk_compute(scenario, part, pruner) for part in parts]
     return plan_merge(options, results, deadline_days=deadline_days, budget=budget)
+
+
+def _in_two_passes(
+    scenario: Mapping[str, Any], chunks: list[dict[str, Any]], pruner: Pruner
+) -> list[dict[str, Any]]:
+    """Every chunk's sizes that may meet both limits, then the rest of every chunk: by the
+    second pass, each point that had to be searched anyway can rule a size out."""
+    first, then = [], []
+    for chunk in chunks:
+        floor = _floor(search_scenario(scenario, chunk["capacity"]), chunk)
+        key = (chunk["accelerator"], chunk["capacity"])
+        early = [s for s in chunk["sizes"] if floor is None or pruner.may_meet(*key, s, floor)]
+        first.append({**chunk, "sizes": early})
+        then.append({**chunk, "sizes": [s for s in chunk["sizes"] if s not in early]})
+    return [part for part in first + then if part["sizes"]]
+
+
+def _cheapest_price(options: Iterable[PricedOption]) -> dict[tuple[str, str], Decimal]:
+    cheapest: dict[tuple[str, str], Decimal] = {}
+    for option in options:
+        price = option.price_per_gpu_hour
+        cheapest[option.search_key] = min(price, cheapest.get(option.search_key, price))
+    return cheapest

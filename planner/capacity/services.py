@@ -36,6 +36,7 @@ from lib.actors import Actor, actor_user
 from organisations.models import Organisation
 from organisations.selectors import organisations_for
 from planner.capacity.models import CapacityPlan, CapacityPlanChunk, ChunkStatus, PlanStatus
+from planner.capacity.pruning import Pruner
 from planner.capacity.search import (
     PricedOption,
     capacity_options,
@@ -44,6 +45,7 @@ from planner.capacity.search import (
     deadline_days,
     plan_chunks,
     plan_merge,
+    plan_pruner,
 )
 from planner.common.access import AUTHOR_ROLES, role_assert
 from planner.common.errors import PlannerError
@@ -359,12 +361,23 @@ def capacity_chunk_execute(
         return "skipped (finished, cancelled or superseded)"
     try:
         with jobs.beating(CHUNK_JOBS, chunk_id, heartbeat_s):
-            found = chunk_compute(chunk.plan.scenario, chunk.work)
+            found = chunk_compute(chunk.plan.scenario, chunk.work, _chunk_pruner(chunk))
     except Exception as error:
         logger.exception("chunk %s of plan %s failed", chunk_id, chunk.plan_id)
         _plan_fail(chunk, f"internal error ({type(error).__name__}): {error}")
         raise
     return _chunk_store(chunk, found)
+
+
+def _chunk_pruner(chunk: CapacityPlanChunk) -> Pruner:
+    """Prune with every point the plan's chunks found so far: any searched point may rule a
+    size out (:mod:`planner.capacity.pruning`), so what another worker found helps too."""
+    plan = chunk.plan
+    options = [PricedOption.from_json(option) for option in plan.options]
+    pruner = plan_pruner(options, deadline_days=plan.deadline_days, budget=plan.budget)
+    done = plan.chunks.filter(status=ChunkStatus.DONE).exclude(pk=chunk.pk)
+    pruner.learn_chunks(result for result in done.values_list("result", flat=True) if result)
+    return pruner
 
 
 def _chunk_store(chunk: CapacityPlanChunk, found: dict[str, Any]) -> str:

@@ -10,9 +10,15 @@ from estimator.core.capacity import (
     SPREAD_SEED,
     capacity_points,
     cluster_sizes,
+    days_floor,
+    ideal_gpu_hours,
     pareto_frontier,
 )
+from estimator.core.finetune import training_flops_per_token
 from estimator.core.montecarlo import monte_carlo
+from estimator.core.presets import preset_scenario
+from estimator.core.validation import validate_scenario
+from estimator.core.workload import build_workload
 
 from .scenarios import SMALL
 
@@ -64,3 +70,53 @@ def test_each_capacity_point_carries_its_monte_carlo_days() -> None:
     }
     assert point["training_days_quantiles"] == spread["training_days_quantiles"]
     assert point["training_days_quantiles"][50] == point["training_days_spread"]["p50"]
+
+
+def test_ideal_gpu_hours_is_the_model_flops_at_the_workloads_fastest_rates() -> None:
+    cluster = {"accelerator": "H100-SXM", "num_gpus": 64}
+    data = {**MODEL_AND_TRAINING, "cluster": cluster, "parallelism": "auto"}
+    scenario = validate_scenario(data)
+    workload = build_workload(scenario)
+    model = scenario.model
+    flops = training_flops_per_token(model, scenario.training.method)
+    # Causal attention: half of the 12 l w s score FLOPs counted per token.
+    scores = 12 * model.num_layers * model.score_width * model.seq_len
+    bf16_peak = 989.4e12  # H100 SXM dense bf16, the catalog's datasheet figure
+    gemm, attention = workload.efficiency.gemm, workload.efficiency.attention
+    seconds = (flops - scores) / (bf16_peak * gemm) + 0.5 * scores / (bf16_peak * attention)
+    expected = 2e10 * seconds / 3600
+    assert abs(ideal_gpu_hours(MODEL_AND_TRAINING, cluster) / expected - 1) < 1e-9
+    assert days_floor(2400.0, 100) == 1.0  # 2,400 device-hours on 100 devices: one day
+
+
+def test_no_searched_point_beats_its_floor() -> None:
+    """The floors prune a plan only because they are below every real point: checked on
+    the ladder of sizes of several accelerators, precisions and a spot run."""
+    cases = [
+        (MODEL_AND_TRAINING, "H100-SXM"),
+        (
+            {
+                **MODEL_AND_TRAINING,
+                "training": {**MODEL_AND_TRAINING["training"], "precision": "fp8"},
+            },
+            "H100-SXM",
+        ),
+        ({**MODEL_AND_TRAINING, "run": {"capacity": "spot"}}, "A100-80GB-SXM"),
+        (MODEL_AND_TRAINING, "MI300X"),
+        (MODEL_AND_TRAINING, "TPU-v5p"),
+        (MODEL_AND_TRAINING, "L4"),
+    ]
+    long_model = {**MODEL_AND_TRAINING["model"], "seq_len": 65536}
+    cases.append(({**MODEL_AND_TRAINING, "model": long_model}, "H100-SXM"))
+    llama = preset_scenario("llama3-70b", accelerator="H100-SXM", num_gpus=8)
+    llama.pop("cluster")
+    cases.append(({**llama, "training": {**llama["training"], "tokens": 2e12}}, "B200"))
+    checked = 0
+    for scenario, accelerator in cases:
+        floor = ideal_gpu_hours(scenario, {"accelerator": accelerator, "num_gpus": 8})
+        sizes = cluster_sizes(4096, 8)
+        for point in capacity_points(scenario, accelerator, sizes)["points"]:
+            assert point["gpu_hours"] >= floor
+            assert point["training_days"] >= days_floor(floor, point["num_gpus"])
+            checked += 1
+    assert checked > 50

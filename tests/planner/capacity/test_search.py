@@ -216,7 +216,10 @@ def test_the_plan_meets_the_deadline_and_reproduces_with_the_estimator(book: Pri
 
 
 def test_chunks_of_any_size_in_any_order_merge_to_the_same_plan(book: PriceBook) -> None:
-    options, scenario, whole = _plan(book, max_gpus=256, budget=Decimal("400000"))
+    options, scenario, _ = _plan(book, max_gpus=256, budget=Decimal("400000"))
+    whole = capacity_plan(
+        scenario, options, deadline_days=12, budget=Decimal("400000"), exhaustive=True
+    )
     for per_chunk in (1, 4, 1000):
         chunks = plan_chunks(options, sizes_per_chunk=per_chunk)
         assert all(len(chunk["sizes"]) <= per_chunk for chunk in chunks)
