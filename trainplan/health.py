@@ -66,9 +66,10 @@ def broker_status() -> ServiceStatus:
             conn.ensure_connection(
                 max_retries=1, interval_start=0, timeout=BROKER_CONNECT_TIMEOUT_S
             )
+            transport = conn.transport.driver_type
     except Exception as error:
         return ServiceStatus(False, f"broker unreachable: {error}")
-    return ServiceStatus(True, "redis")
+    return ServiceStatus(True, str(transport))
 
 
 def worker_status() -> ServiceStatus:

@@ -92,7 +92,12 @@ if EMBEDDED:
             "NAME": VAR_DIR / "trainplan.sqlite3",
             # Wait for a lock rather than fail, and take the write lock when a transaction
             # starts: concurrent writers queue instead of answering "database is locked".
-            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+            # Write-ahead logging lets the web server read while a worker writes.
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL;",
+            },
         }
     }
 else:
@@ -103,10 +108,24 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery and cache -----------------------------------------------------------------
 REDIS_URL = env_str("REDIS_URL")
-CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+# Without Redis, tasks run in the web process (eager) unless TRAINPLAN_LOCAL_WORKER is set:
+# `make run` sets it and starts a real worker (and beat) beside the web server, on a broker
+# kept in files under var/broker (kombu's filesystem transport), so nothing else has to run.
+LOCAL_WORKER = not REDIS_URL and env_bool("TRAINPLAN_LOCAL_WORKER")
+BROKER_DIR = VAR_DIR / "broker"
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL and not LOCAL_WORKER
 CELERY_TASK_EAGER_PROPAGATES = True
-CELERY_BROKER_URL = REDIS_URL or "memory://"
-CELERY_RESULT_BACKEND = REDIS_URL or None
+if REDIS_URL:
+    CELERY_BROKER_URL = REDIS_URL
+    CELERY_RESULT_BACKEND: str | None = REDIS_URL
+elif LOCAL_WORKER:
+    for _folder in ("queue", "control", "results"):
+        (BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_URL = "filesystem://localhost/"
+    CELERY_RESULT_BACKEND = f"file://{BROKER_DIR / 'results'}"
+else:
+    CELERY_BROKER_URL = "memory://"
+    CELERY_RESULT_BACKEND = None
 # Runs and notifications keep their state in the database, so their tasks store no result:
 # sending one never touches the result store (only `ping` asks for its result).
 CELERY_TASK_IGNORE_RESULT = True
@@ -123,11 +142,19 @@ CELERY_RESULT_EXPIRES = 3600
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Redis re-delivers an unacknowledged task after this long; it must exceed the time limit.
 # Workers sweep for such tasks every interval x throttle seconds (kombu's defaults: 10 x 10).
-CELERY_BROKER_TRANSPORT_OPTIONS = {
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
     "visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", CELERY_TASK_TIME_LIMIT + 60),
     "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_INTERVAL", 10),
     "unacked_restore_throttle": env_int("CELERY_UNACKED_RESTORE_THROTTLE", 10),
 }
+if LOCAL_WORKER:
+    # One folder is both ends of the queue; the worker looks for new files this often [s].
+    CELERY_BROKER_TRANSPORT_OPTIONS.update(
+        data_folder_in=str(BROKER_DIR / "queue"),
+        data_folder_out=str(BROKER_DIR / "queue"),
+        control_folder=str(BROKER_DIR / "control"),
+        polling_interval=0.2,
+    )
 # The outbox: a run or an e-mail is saved with the change and sent to the broker on commit;
 # `celery -A trainplan beat` runs the dispatcher, which sends what the broker missed (it was
 # down) and queues again a run whose worker stopped beating, up to RUN_MAX_ATTEMPTS times.

@@ -75,6 +75,40 @@ def test_service_urls_select_postgresql_and_real_workers() -> None:
     assert result.stdout.split() == ["django.db.backends.postgresql", "False", "redis://h:6379/2"]
 
 
+def test_the_local_worker_switch_sends_tasks_through_files_in_var(tmp_path: Path) -> None:
+    code = (
+        "from django.conf import settings as s; "
+        "o = s.CELERY_BROKER_TRANSPORT_OPTIONS; "
+        "print(s.CELERY_TASK_ALWAYS_EAGER, s.CELERY_BROKER_URL, s.CELERY_RESULT_BACKEND, "
+        "o['data_folder_in'] == o['data_folder_out'], o['data_folder_in'])"
+    )
+    env = {"TRAINPLAN_LOCAL_WORKER": "1", "TRAINPLAN_VAR_DIR": str(tmp_path)}
+    result = run_manage("shell", "-v", "0", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    broker = tmp_path / "broker"
+    assert result.stdout.split() == [
+        "False",
+        "filesystem://localhost/",
+        f"file://{broker / 'results'}",
+        "True",
+        str(broker / "queue"),
+    ]
+    assert sorted(path.name for path in broker.iterdir()) == ["control", "queue", "results"]
+
+
+def test_redis_wins_over_the_local_worker_switch(tmp_path: Path) -> None:
+    code = "from django.conf import settings as s; print(s.CELERY_BROKER_URL, s.LOCAL_WORKER)"
+    env = {
+        "TRAINPLAN_LOCAL_WORKER": "1",
+        "TRAINPLAN_VAR_DIR": str(tmp_path),
+        "REDIS_URL": "redis://h:6379/2",
+    }
+    result = run_manage("shell", "-v", "0", "-c", code, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["redis://h:6379/2", "False"]
+    assert not (tmp_path / "broker").exists()
+
+
 def test_the_development_mailer_prints_mail_to_the_console() -> None:
     # The SMTP-only options (a timeout) once went to the console backend too, which refused
     # them, so development mail was never shown.
