@@ -6,8 +6,8 @@ DEV_ENV := DJANGO_DEBUG=1
 
 .PHONY: run install migrate demo test test-embedded lint accuracy bench clean
 
-run: install migrate demo  ## set up, load demo data, serve on http://127.0.0.1:8000
-	$(DEV_ENV) $(PY) manage.py runserver 127.0.0.1:8000
+run: install migrate demo  ## set up, load demo data, serve on http://127.0.0.1:8000 with a worker
+	$(DEV_ENV) $(PY) scripts/serve.py 127.0.0.1:8000
 
 install: $(VENV)/.installed
 
