@@ -6,7 +6,7 @@ go through a broker kept in files under ``var/broker`` (kombu's filesystem trans
 packs show their progress while the worker does them; beat runs the dispatcher that resends
 what was missed. With ``REDIS_URL`` set the worker uses Redis instead.
 
-Ctrl-C (or SIGTERM) stops both: each gets SIGTERM (the worker finishes its current task),
+Ctrl-C (or SIGTERM) stops both: each gets SIGTERM (the worker finishes the tasks in hand),
 and whatever still runs after ``STOP_GRACE_S`` is killed. When either stops on its own, the
 other is stopped too, and this exits with the first one's status.
 
@@ -64,9 +64,19 @@ def signal_group(process: subprocess.Popen[bytes], signum: int) -> None:
 
 
 def stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:
-    """SIGTERM every process group, then kill what outlives ``STOP_GRACE_S``."""
-    for process in processes.values():
-        signal_group(process, signal.SIGTERM)
+    """Ask each to stop, then kill what outlives ``STOP_GRACE_S``.
+
+    The web server's whole group gets SIGTERM (the autoreloader's parent would leave its
+    serving child behind); the worker's main process alone gets it, so it stops its pool
+    itself once the tasks in hand are done (a pool process signalled directly would drop
+    its task).
+    """
+    for name, process in processes.items():
+        if name == "worker":
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+        else:
+            signal_group(process, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
     for name, process in processes.items():
         try:

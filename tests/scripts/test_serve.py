@@ -289,4 +289,8 @@ def test_ctrl_c_stops_the_web_server_the_worker_and_beat(served: Served) -> None
     assert _processes_mentioning(schedule) == []
     assert _processes_mentioning(f"runserver 127.0.0.1:{port}") == []
     assert _ready(served.base) is None
-    assert "[serve] stopped the web server and the worker" in served.log_tail()
+    log = served.log_tail()
+    assert "[serve] stopped the web server and the worker" in log
+    # The worker stopped its own pool (warm shutdown); no pool process was killed under it.
+    assert "Warm shutdown" in log
+    assert "exited with 'signal" not in log
