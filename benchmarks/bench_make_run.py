@@ -5,7 +5,8 @@
 For each mode it prepares a fresh ``var/`` in a temporary folder (``migrate``, ``load_demo``),
 serves it on a free port and, as ``maya`` through the API as the pages do, starts the demo's
 A100 run and asks the demo's capacity plan (Llama 3 70B, 2T tokens by 2027-06-30, 9,000,000
-USD, up to ``--max-gpus`` GPUs, every price). It prints, per job, how long the POST held the
+USD, up to ``--max-gpus`` GPUs, the newest published price book, every quote and on-prem
+profile: the plan ``bench_capacity_plan.py`` times). It prints, per job, how long the POST held the
 caller (what a page waits before it can show anything) and how long until the job finished.
 
 - ``eager``: ``manage.py runserver``, tasks in the web process (``make run`` before the worker).
@@ -116,6 +117,9 @@ def measure(mode: str, repeat: int, max_gpus: int) -> dict[str, list[dict[str, f
             ).json()["token"]
             api.headers["Authorization"] = f"Token {token}"
             scenario = api.get(f"{base}/api/v1/scenarios/", timeout=30).json()["results"][0]
+            books = api.get(f"{base}/api/v1/price-books/", timeout=30).json()["results"]
+            published = [book for book in books if book["status"] == "published"]
+            newest = max(published, key=lambda book: (book["published_at"] or "", book["id"]))
             today = date.today()
             deadline = DEMO_DEADLINE if today < DEMO_DEADLINE else today + timedelta(days=200)
             plan = {
@@ -125,6 +129,7 @@ def measure(mode: str, repeat: int, max_gpus: int) -> dict[str, list[dict[str, f
                 "budget": "9000000",
                 "currency": "USD",
                 "max_gpus": max_gpus,
+                "book": newest["id"],
             }
             figures: dict[str, list[dict[str, float]]] = {"run": [], "capacity plan": []}
             for _ in range(repeat):
