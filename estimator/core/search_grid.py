@@ -170,20 +170,23 @@ class _Slice:
     rejected: dict[str, int]
 
 
-def _decode(axes: dict[str, IntArray], start: int, stop: int) -> dict[str, IntArray]:
-    """Each axis's value at the grid indices start..stop - 1 (C order, the last axis
-    fastest): ``np.unravel_index`` of the range and a look-up per axis, built instead by
-    repeating and tiling each axis over the blocks the range covers (~10x faster)."""
+def _decode(
+    axes: dict[str, IntArray], start: int, stop: int, names: tuple[str, ...] = AXES
+) -> dict[str, IntArray]:
+    """Each axis's value at the indices start..stop - 1 of the grid of ``names`` (C order,
+    the last fastest): ``np.unravel_index`` of the range and a look-up per axis, built
+    instead by repeating and tiling each axis over the blocks the range covers (~10x
+    faster)."""
     columns = {}
     inner = 1  # layouts per step of the axis: the product of the lengths after it
-    for name in reversed(AXES):
+    for name in reversed(names):
         block = inner * len(axes[name])
         first, last = start // block, max(stop - 1, start) // block
         column = np.tile(np.repeat(axes[name], inner), last - first + 1)
         offset = start - first * block
         columns[name] = column[offset : offset + stop - start]
         inner = block
-    return {name: columns[name] for name in AXES}
+    return {name: columns[name] for name in names}
 
 
 def _structural_reasons(scenario: Scenario, columns: dict[str, IntArray]) -> IntArray:
@@ -211,15 +214,47 @@ def _structural_reasons(scenario: Scenario, columns: dict[str, IntArray]) -> Int
     return reason
 
 
+#: The axes no structural rule reads (:func:`_structural_reasons`): a layout's verdict is
+#: that of its other axes, whatever these are. They lie between the last-but-one and the
+#: last axis of :data:`AXES`.
+_FREE_AXES = ("zero_stage", "recompute")
+_RULED_AXES = tuple(name for name in AXES if name not in _FREE_AXES)
+assert AXES[-1 - len(_FREE_AXES) : -1] == _FREE_AXES, "structural_slice's index arithmetic"
+
+
 def structural_slice(scenario: Scenario, start: int, stop: int) -> _Slice:
+    """The layouts at grid indices start..stop - 1 that pass the structural rules, with
+    how many each rule rejected.
+
+    The rules are judged once per combination of the axes they read (:data:`_RULED_AXES`,
+    a grid ``len(zero_stage) x len(recompute)`` times smaller) and each index of the range
+    takes its combination's verdict; only the kept layouts' columns are built. The result
+    is the same as decoding every index and judging it (``tests/estimator/core``).
+    """
     axes = grid_axes(scenario)
+    free = int(np.prod([len(axes[name]) for name in _FREE_AXES]))
+    last = len(axes[AXES[-1]])
+    ruled_size = int(np.prod([len(axes[name]) for name in _RULED_AXES]))
+    ruled = _decode(axes, 0, ruled_size, _RULED_AXES)
+    ruled_reason = _structural_reasons(scenario, ruled)
     flat = np.arange(start, stop, dtype=np.int64)
-    columns = _decode(axes, start, stop)
-    reason = _structural_reasons(scenario, columns)
+    # Grid index = (outer x free + middle) x last + inner, in C order over AXES: the outer
+    # axes come before the free ones, the last axis after them.
+    outer, rest = np.divmod(flat, free * last)
+    middle, inner = np.divmod(rest, last)
+    combination = outer * last + inner
+    reason = ruled_reason[combination]
     counts = np.bincount(reason[reason >= 0], minlength=len(REJECTION_REASONS))
     rejected = {name: int(c) for name, c in zip(REJECTION_REASONS, counts, strict=True)}
     keep = reason < 0
-    kept = {name: values[keep] for name, values in columns.items()}
+    kept_combination, kept_middle = combination[keep], middle[keep]
+    free_columns = _decode(axes, 0, free, _FREE_AXES)
+    kept = {
+        name: (
+            free_columns[name][kept_middle] if name in _FREE_AXES else ruled[name][kept_combination]
+        )
+        for name in AXES
+    }
     dp = rules.data_parallel_size(scenario.cluster.num_gpus, kept["tp"], kept["pp"], kept["cp"])
     kept["dp"] = np.asarray(dp, dtype=np.int64)
     return _Slice(flat[keep], kept, rejected)

@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from estimator.core import ScenarioError, estimate, merge_search_results, search, search_chunk
+from estimator.core import (
+    ScenarioError,
+    estimate,
+    merge_search_results,
+    search,
+    search_chunk,
+    search_grid,
+)
 from estimator.core.compare import SHAPE_KEYS
 from estimator.core.explicit import estimate_scenario
 from estimator.core.layout import evaluate_layouts
@@ -53,6 +60,38 @@ def test_structural_slice_decodes_its_range_in_c_order(start: int, stop: int) ->
     positions = np.unravel_index(part.flat_index, tuple(len(axes[name]) for name in AXES))
     for name, position in zip(AXES, positions, strict=True):
         assert np.array_equal(part.columns[name], axes[name][position]), name
+
+
+MOE_AUTO = scenario(
+    GPT3_175B,
+    model={"moe": {"num_experts": 8, "top_k": 2, "expert_ffn_hidden_size": 8192}},
+    cluster={"num_gpus": 64},
+    parallelism="auto",
+)
+
+
+@pytest.mark.parametrize("spec", [SMALL_AUTO, GPT3_AUTO, MOE_AUTO], ids=["small", "gpt3", "moe"])
+@pytest.mark.parametrize(("start", "stop"), [(0, None), (17, 5_000), (3, 4), (9, 9)])
+def test_structural_slice_judges_as_every_layout_decoded_and_judged(
+    spec: dict[str, Any], start: int, stop: int | None
+) -> None:
+    """The slice judges each combination of the ruled axes once; the reference decodes every
+    index of the range with ``np.unravel_index`` and applies the rules to each."""
+    parsed = validate_scenario(spec)
+    axes = grid_axes(parsed)
+    stop = grid_size(parsed) if stop is None else min(stop, grid_size(parsed))
+    flat = np.arange(start, stop, dtype=np.int64)
+    positions = np.unravel_index(flat, tuple(len(axes[name]) for name in AXES))
+    every = {name: axes[name][p] for name, p in zip(AXES, positions, strict=True)}
+    reason = search_grid._structural_reasons(parsed, every)
+    part = structural_slice(parsed, start, stop)
+    assert np.array_equal(part.flat_index, flat[reason < 0])
+    for name in AXES:
+        assert np.array_equal(part.columns[name], every[name][reason < 0]), name
+        assert part.columns[name].dtype == np.int64
+    expected = np.bincount(reason[reason >= 0], minlength=len(search_grid.REJECTION_REASONS))
+    assert list(part.rejected.values()) == expected.tolist()
+    assert sum(part.rejected.values()) + len(part.flat_index) == stop - start
 
 
 def test_search_agrees_with_estimate_on_random_layouts() -> None:
