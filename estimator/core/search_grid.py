@@ -237,17 +237,27 @@ def structural_slice(scenario: Scenario, start: int, stop: int) -> _Slice:
     ruled_size = int(np.prod([len(axes[name]) for name in _RULED_AXES]))
     ruled = _decode(axes, 0, ruled_size, _RULED_AXES)
     ruled_reason = _structural_reasons(scenario, ruled)
-    flat = np.arange(start, stop, dtype=np.int64)
     # Grid index = (outer x free + middle) x last + inner, in C order over AXES: the outer
     # axes come before the free ones, the last axis after them.
-    outer, rest = np.divmod(flat, free * last)
-    middle, inner = np.divmod(rest, last)
-    combination = outer * last + inner
-    reason = ruled_reason[combination]
-    counts = np.bincount(reason[reason >= 0], minlength=len(REJECTION_REASONS))
+    if start == 0 and stop == ruled_size * free:  # the whole grid: only the kept indices
+        kept_3d = np.broadcast_to(
+            (ruled_reason < 0).reshape(-1, 1, last), (ruled_size // last, free, last)
+        )
+        outer, kept_middle, inner = (np.asarray(i, dtype=np.int64) for i in np.nonzero(kept_3d))
+        kept_combination = outer * last + inner
+        kept_flat = (outer * free + kept_middle) * last + inner
+        judged = ruled_reason[ruled_reason >= 0]
+        counts = np.bincount(judged, minlength=len(REJECTION_REASONS)) * free
+    else:
+        flat = np.arange(start, stop, dtype=np.int64)
+        outer, rest = np.divmod(flat, free * last)
+        middle, inner = np.divmod(rest, last)
+        combination = outer * last + inner
+        reason = ruled_reason[combination]
+        counts = np.bincount(reason[reason >= 0], minlength=len(REJECTION_REASONS))
+        keep = reason < 0
+        kept_flat, kept_combination, kept_middle = flat[keep], combination[keep], middle[keep]
     rejected = {name: int(c) for name, c in zip(REJECTION_REASONS, counts, strict=True)}
-    keep = reason < 0
-    kept_combination, kept_middle = combination[keep], middle[keep]
     free_columns = _decode(axes, 0, free, _FREE_AXES)
     kept = {
         name: (
@@ -257,7 +267,7 @@ def structural_slice(scenario: Scenario, start: int, stop: int) -> _Slice:
     }
     dp = rules.data_parallel_size(scenario.cluster.num_gpus, kept["tp"], kept["pp"], kept["cp"])
     kept["dp"] = np.asarray(dp, dtype=np.int64)
-    return _Slice(flat[keep], kept, rejected)
+    return _Slice(kept_flat, kept, rejected)
 
 
 def layouts_from_columns(
