@@ -31,6 +31,8 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import WebDriverWait
 
+from tests.planner.test_browser_layout import _log_in
+
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 90.0
 JOB_TIMEOUT_S = 90.0
@@ -236,11 +238,7 @@ def test_in_chromium_a_run_page_shows_progress_then_the_result(
     served: Served, browser: WebDriver
 ) -> None:
     browser.delete_all_cookies()
-    browser.get(f"{served.base}/accounts/login/")
-    browser.find_element(By.ID, "id_username").send_keys("maya")
-    browser.find_element(By.ID, "id_password").send_keys("maya-demo-pass")
-    browser.find_element(By.CSS_SELECTOR, "form.form button[type=submit]").click()
-    browser.find_element(By.CSS_SELECTOR, "[data-testid=current-user]")
+    _log_in(browser, served.base, "maya")
     browser.get(f"{served.base}/scenarios/1/")
     seconds = _click_and_time(browser, "run-button")
     print(f"run saved and its page shown in {seconds * 1000:.0f} ms")
