@@ -228,9 +228,7 @@ def main() -> None:
     parser.add_argument(
         "--calculon-data",
         type=Path,
-        default=Path(os.environ.get("CALCULON_DATA", ""))
-        if os.environ.get("CALCULON_DATA")
-        else None,
+        default=os.environ.get("CALCULON_DATA") or None,
         help="a Calculon checkout's folder (models/, systems/); with Calculon importable, "
         "it is timed on the same run (env CALCULON_DATA)",
     )
