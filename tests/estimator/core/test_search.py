@@ -23,6 +23,7 @@ from estimator.core.explicit import estimate_scenario
 from estimator.core.layout import evaluate_layouts
 from estimator.core.memory import GIB
 from estimator.core.scenario import ParallelismConfig
+from estimator.core.search import _rank_key
 from estimator.core.search_grid import (
     AXES,
     grid_axes,
@@ -133,6 +134,35 @@ def test_search_best_matches_every_fitting_layout() -> None:
     fits = r.total_memory <= w.usable_memory  # capacity less the framework's headroom
     per_token = r.step_time / r.tokens_per_step
     assert_allclose(best["step_time_s"] / best["tokens_per_step"], per_token[fits].min(), rtol=1e-9)
+
+
+LLAMA3_AUTO = scenario(LLAMA3_405B, parallelism="auto")
+
+
+@pytest.mark.parametrize(
+    "data", [SMALL_AUTO, GPT3_AUTO, LLAMA3_AUTO], ids=["small", "gpt3", "llama3-405b"]
+)
+@pytest.mark.parametrize("top_k", [1, 3, 5])
+def test_search_equals_every_close_candidate_estimated_and_ranked(
+    data: dict[str, Any], top_k: int
+) -> None:
+    """Estimating only the candidates within the tie margin gives what estimating the 40
+    best of the whole grid and ranking them by estimate's own figures gives."""
+    parsed = validate_scenario(data)
+    part = structural_slice(parsed, 0, grid_size(parsed))
+    workload = build_workload(parsed)
+    arrays = evaluate_layouts(workload, layouts_from_columns(part.columns))
+    fits = np.flatnonzero(arrays.total_memory <= workload.usable_memory)
+    per_token = (arrays.step_time / arrays.tokens_per_step)[fits]
+    nearest = fits[np.argsort(per_token, kind="stable")[:40]]
+    explicit = [
+        estimate({**data, "parallelism": layout_config(part.columns, int(row)).as_dict()})
+        for row in nearest
+    ]
+    explicit.sort(key=lambda result: _rank_key(result, "time"))
+    found = search(data, top_k=top_k)["results"]
+    assert [r["parallelism"] for r in found] == [r["parallelism"] for r in explicit[:top_k]]
+    assert [r["training_days"] for r in found] == [r["training_days"] for r in explicit[:top_k]]
 
 
 def test_search_impossible_request_gives_reason() -> None:
