@@ -11,6 +11,7 @@ import ipaddress
 import warnings
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 import environ
 from django.utils.csp import CSP
@@ -104,6 +105,15 @@ else:
     DATABASES = {"default": environ.Env.db_url_config(DATABASE_URL)}
     DATABASES["default"]["CONN_MAX_AGE"] = env_int("DJANGO_CONN_MAX_AGE", 60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    # A database that accepts connections and never answers must not hold a request until
+    # gunicorn kills it: a connection gives up after DJANGO_DB_CONNECT_TIMEOUT_S (libpq's
+    # minimum is 2 s) and the request answers 503 database_unavailable (lib.http); a
+    # statement the server has run for DJANGO_DB_STATEMENT_TIMEOUT_MS is cancelled (0: none).
+    DATABASES["default"]["OPTIONS"] = {
+        **cast(dict[str, object], DATABASES["default"].get("OPTIONS") or {}),
+        "connect_timeout": env_int("DJANGO_DB_CONNECT_TIMEOUT_S", 2),
+        "options": f"-c statement_timeout={env_int('DJANGO_DB_STATEMENT_TIMEOUT_MS', 30000)}",
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Celery and cache -----------------------------------------------------------------

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -141,17 +142,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server_without_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """gunicorn with production settings and a DATABASE_URL nothing listens at."""
+def _serve(database_url: str, var_dir: Path) -> Iterator[str]:
+    """gunicorn with production settings and ``database_url``, until the test is done."""
     port = _free_port()
     env = {
         **os.environ,
-        "DATABASE_URL": f"postgres://trainplan@127.0.0.1:{_free_port()}/trainplan",
+        "DATABASE_URL": database_url,
         "DJANGO_DEBUG": "0",
         "DJANGO_SECURE_SSL_REDIRECT": "0",
         "DJANGO_ALLOWED_HOSTS": "127.0.0.1",
-        "TRAINPLAN_VAR_DIR": str(tmp_path_factory.mktemp("var")),
+        "TRAINPLAN_VAR_DIR": str(var_dir),
     }
     env.pop("REDIS_URL", None)
     gunicorn = Path(sys.executable).parent / "gunicorn"
@@ -169,7 +169,47 @@ def server_without_database(tmp_path_factory: pytest.TempPathFactory) -> Iterato
             time.sleep(0.1)
     yield base_url
     server.terminate()
-    server.wait(timeout=30)
+    try:
+        server.wait(timeout=10)
+    except subprocess.TimeoutExpired:  # a worker stuck on the database: no graceful end
+        server.kill()
+        server.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server_without_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """gunicorn with production settings and a DATABASE_URL nothing listens at."""
+    url = f"postgres://trainplan@127.0.0.1:{_free_port()}/trainplan"
+    yield from _serve(url, tmp_path_factory.mktemp("var"))
+
+
+@pytest.fixture(scope="module")
+def server_with_hanging_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """gunicorn whose database accepts connections and never answers a byte."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except TimeoutError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    url = f"postgres://trainplan@127.0.0.1:{listener.getsockname()[1]}/trainplan"
+    try:
+        yield from _serve(url, tmp_path_factory.mktemp("var"))
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for connection in [*held, listener]:
+            connection.close()
 
 
 def _fetch(url: str, **kwargs: Any) -> tuple[int, str, bytes]:
@@ -221,3 +261,46 @@ def test_a_server_without_its_database_answers_pages_with_a_503_page(
     assert status == 503
     assert content_type.startswith("text/html")
     assert b"temporarily unavailable" in body
+
+
+@pytest.mark.parametrize(
+    ("path", "options", "content_type"),
+    [
+        ("/api/v1/projects/", {"headers": {"Authorization": "Token abc123"}}, "application/json"),
+        (
+            "/api/v1/auth/token/",
+            {
+                "data": b'{"username": "maya", "password": "x"}',
+                "headers": {"Content-Type": "application/json"},
+            },
+            "application/json",
+        ),
+        (
+            "/projects/",
+            {"headers": {"Cookie": "sessionid=abcdefghijklmnopqrstuvwxyz012345"}},
+            "text/html; charset=utf-8",
+        ),
+    ],
+    ids=["api", "token", "page"],
+)
+def test_a_database_that_never_answers_gives_a_503_within_seconds(
+    server_with_hanging_database: str, path: str, options: dict[str, Any], content_type: str
+) -> None:
+    """The connection gives up after DJANGO_DB_CONNECT_TIMEOUT_S (2 s), not gunicorn's 30 s."""
+    began = time.monotonic()
+    status, answered_as, body = _fetch(server_with_hanging_database + path, **options)
+    elapsed = time.monotonic() - began
+    assert (status, answered_as) == (503, content_type)
+    assert elapsed < 5.0, f"answered after {elapsed:.1f} s"
+    if content_type == "application/json":
+        assert json.loads(body)["code"] == "database_unavailable"
+
+
+def test_postgresql_connections_carry_the_statement_timeout() -> None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the statement timeout is PostgreSQL's (the embedded default is SQLite)")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW statement_timeout")
+        assert cursor.fetchone()[0] == "30s"
