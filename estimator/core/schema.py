@@ -46,6 +46,29 @@ MAX_DEVICES = 1_000_000
 #: Largest LoRA rank accepted (adapters beyond it stop being low-rank for any model).
 MAX_LORA_RANK = 4096
 
+# Bounds on the model's shape and the batch: about an order of magnitude above the largest
+# published training runs, so any real or planned model passes while a typo (or an attack)
+# that would hold a worker for minutes is refused up front. Largest published figures:
+# depth 1,000 layers (DeepNet, Wang et al. 2022; Llama 3 405B has 126), width 25,600
+# (Megatron-LM's 1T config; PaLM 540B 18,432), MLP width 73,728 (PaLM), 160 heads (1T),
+# 384 experts (Kimi K2; DeepSeek-V3 256), a 262,144-token vocabulary (Gemma 3), 1M-token
+# training sequences (long-context extension) and 16M-token batches (Llama 3: 2,048
+# sequences of 8K; 131,072 sequences of 128 tokens).
+#: Most transformer layers (and layers counted in any per-layer key).
+MAX_LAYERS = 8192
+#: Widest residual stream. [elements]
+MAX_HIDDEN = 1 << 18
+#: Widest MLP, expert, head or latent (the MLP defaults to 4 x the residual stream). [elements]
+MAX_WIDTH = 1 << 20
+#: Most attention heads, key/value heads or routed experts.
+MAX_HEADS = 16384
+#: Largest vocabulary. [tokens]
+MAX_VOCABULARY = 1 << 24
+#: Longest training sequence. [tokens]
+MAX_SEQUENCE = 1 << 26
+#: Largest global batch. [sequences]
+MAX_BATCH = 1 << 24
+
 RECOMPUTE_MODES = ("none", "selective", "full")
 PIPELINE_SCHEDULES = ("1f1b", "interleaved")
 #: "fp32" is true FP32 matmuls; "tf32" keeps FP32 storage with TF32 tensor-core matmuls.
@@ -318,60 +341,77 @@ KEYS: tuple[Key, ...] = (
     # -- model ----------------------------------------------------------------------------
     _object("model", "The decoder-only transformer's shape"),
     Key("model.name", "text", "A name for the model", default="", default_text="none"),
-    _count("model.num_layers", "layers", "Transformer layers"),
-    _count("model.hidden_size", "elements", "Width of the residual stream"),
-    _count("model.num_attention_heads", "heads", "Query heads per layer"),
+    _count("model.num_layers", "layers", "Transformer layers", maximum=MAX_LAYERS),
+    _count("model.hidden_size", "elements", "Width of the residual stream", maximum=MAX_HIDDEN),
+    _count("model.num_attention_heads", "heads", "Query heads per layer", maximum=MAX_HEADS),
     _count(
         "model.num_kv_heads", "heads", "Key/value heads per layer; fewer is GQA/MQA",
-        default=None, default_text="num_attention_heads",
+        default=None, default_text="num_attention_heads", maximum=MAX_HEADS,
     ),
     _count(
         "model.ffn_hidden_size", "elements", "Inner width of the MLP",
-        default=None, default_text="4 x hidden_size",
+        default=None, default_text="4 x hidden_size", maximum=MAX_WIDTH,
     ),
     _flag("model.gated_mlp", "SwiGLU-style MLP (three weight matrices)", False),
-    _count("model.vocab_size", "tokens", "Tokens in the vocabulary"),
-    _count("model.seq_len", "tokens", "Tokens per sequence"),
+    _count("model.vocab_size", "tokens", "Tokens in the vocabulary", maximum=MAX_VOCABULARY),
+    _count("model.seq_len", "tokens", "Tokens per sequence", maximum=MAX_SEQUENCE),
     _flag("model.tied_embeddings", "Input and output embeddings share weights", False),
     _object("model.moe", "Mixture of experts", default=None, default_text="absent (dense)"),
-    _count("model.moe.num_experts", "experts", "Routed experts per MoE layer"),
-    _count("model.moe.top_k", "experts", "Experts each token is routed to"),
-    _count("model.moe.expert_ffn_hidden_size", "elements", "Inner width of one expert"),
+    _count(
+        "model.moe.num_experts", "experts", "Routed experts per MoE layer", maximum=MAX_HEADS
+    ),
+    _count("model.moe.top_k", "experts", "Experts each token is routed to", maximum=MAX_HEADS),
+    _count(
+        "model.moe.expert_ffn_hidden_size", "elements", "Inner width of one expert",
+        maximum=MAX_WIDTH,
+    ),
     _count(
         "model.moe.num_shared_experts", "experts", "Experts every token passes through",
-        minimum=0, default=0,
+        minimum=0, default=0, maximum=MAX_HEADS,
     ),
-    _count("model.moe.moe_layer_every", "layers", "Every n-th layer is MoE", default=1),
+    _count(
+        "model.moe.moe_layer_every", "layers", "Every n-th layer is MoE", default=1,
+        maximum=MAX_LAYERS,
+    ),
     _count(
         "model.moe.first_dense_layers", "layers", "Leading layers that keep a dense MLP",
-        minimum=0, default=0,
+        minimum=0, default=0, maximum=MAX_LAYERS,
     ),
     _count(
         "model.head_dim", "elements", "Width of one attention head",
-        default=None, default_text="hidden_size / num_attention_heads",
+        default=None, default_text="hidden_size / num_attention_heads", maximum=MAX_WIDTH,
     ),
     _object(
         "model.mla", "Multi-head latent attention (DeepSeek-V2/V3, Kimi K2)",
         default=None, default_text="absent (standard attention)",
     ),
-    _count("model.mla.kv_lora_rank", "elements", "Rank of the shared key/value latent"),
+    _count(
+        "model.mla.kv_lora_rank", "elements", "Rank of the shared key/value latent",
+        maximum=MAX_WIDTH,
+    ),
     _count(
         "model.mla.q_lora_rank", "elements", "Rank of the query latent; 0: full-rank queries",
-        minimum=0, default=0,
+        minimum=0, default=0, maximum=MAX_WIDTH,
     ),
-    _count("model.mla.qk_nope_head_dim", "elements", "Latent-derived query/key head width"),
+    _count(
+        "model.mla.qk_nope_head_dim", "elements", "Latent-derived query/key head width",
+        maximum=MAX_WIDTH,
+    ),
     _count(
         "model.mla.qk_rope_head_dim", "elements", "Rotary query/key head width",
-        minimum=0, default=0,
+        minimum=0, default=0, maximum=MAX_WIDTH,
     ),
-    _count("model.mla.v_head_dim", "elements", "Width of one value head"),
+    _count("model.mla.v_head_dim", "elements", "Width of one value head", maximum=MAX_WIDTH),
     # -- training -------------------------------------------------------------------------
     _object("training", "What is trained, for how long"),
     Key(
         "training.tokens", "number", "Tokens to train on",
         minimum=1.0, maximum=1e18, unit="tokens",
     ),
-    _count("training.global_batch_size", "sequences", "Sequences per optimizer step"),
+    _count(
+        "training.global_batch_size", "sequences", "Sequences per optimizer step",
+        maximum=MAX_BATCH,
+    ),
     _choice("training.precision", TRAINING_PRECISIONS, "Number format of the matmuls"),
     _choice(
         "training.fp8_recipe", FP8_RECIPES, "fp8 scaling granularity (fp8 only)",
