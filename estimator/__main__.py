@@ -23,6 +23,7 @@ from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import estimate_with_uncertainty
 from estimator.core.schema_docs import DOC_PATH, render
+from lib.jsondepth import JsonTooDeep, json_loads
 
 EXIT_BAD_INPUT = 2
 NESTED_TOO_DEEPLY = "not valid JSON: nested too deeply"
@@ -44,7 +45,9 @@ def _read(path: str) -> Any:
 
 def _parse(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json_loads(text)
+    except JsonTooDeep as exc:
+        raise ScenarioError("scenario", f"not valid JSON: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ScenarioError(
             "scenario", f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"

@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
+import codecs
 from typing import Any
 
+from django.conf import settings
 from rest_framework import parsers
 from rest_framework.exceptions import ParseError
+from rest_framework.utils import json
+
+from lib.jsondepth import json_loads
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's JSON parser; a body nested deeper than Python's parser follows is a 400 too.
+    """DRF's JSON parser with the depth limit of :mod:`lib.jsondepth`: a body nested deeper
+    is a 400 naming the limit, before Python's recursive parser sees it.
 
-    (The stock parser turns only ``ValueError`` into a 400, so ``[[[[...]]]]`` a hundred
-    thousand levels deep would be a 500.)
+    (The stock parser would parse ``[[[...]]]`` hundreds of levels deep, for later code to
+    fail on, and raise ``RecursionError``, a 500, past about a thousand.)
     """
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        constant = json.strict_constant if self.strict else None
         try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError as exc:
+            text = codecs.getreader(encoding)(stream).read()
+            return json_loads(text, parse_constant=constant)
+        except ValueError as exc:  # not JSON, too deep, or not text in ``encoding``
+            raise ParseError(f"JSON parse error - {exc}") from exc
+        except RecursionError as exc:  # within the limit, yet deeper than Python's stack
             raise ParseError("JSON parse error - nested too deeply") from exc
 
 

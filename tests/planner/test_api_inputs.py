@@ -184,6 +184,20 @@ def test_api_nul_deep_in_the_spec_names_its_path(
     assert response.json() == {"spec": [f"Null characters are not allowed (at {where})."]}
 
 
+@pytest.mark.parametrize("levels", [33, 2000, 200_000])
+def test_api_json_nested_too_deep_is_a_400_naming_the_limit(
+    requester_api: APIClient, world: World, levels: int
+) -> None:
+    body = '{"organisation": %d, "name": "Deep", "notes": %s}' % (  # noqa: UP031
+        world["project"].organisation_id,
+        "[" * levels + "]" * levels,
+    )
+    response = requester_api.post("/api/v1/projects/", body, content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == "JSON parse error - nested deeper than 32 levels"
+    assert not Project.objects.filter(name="Deep").exists()
+
+
 def test_api_nul_in_a_form_encoded_body_is_a_400(requester_api: APIClient, world: World) -> None:
     body = {"organisation": world["project"].organisation_id, "name": "Mistral\x00"}
     response = requester_api.post("/api/v1/projects/", body, format="multipart")

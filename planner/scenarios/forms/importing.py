@@ -9,12 +9,16 @@ from typing import Any
 from django import forms
 from django.core.files.uploadedfile import UploadedFile
 
+from lib.jsondepth import JsonTooDeep, json_loads
+
 MAX_UPLOAD_BYTES = 1_000_000
 
 
 def _json_load(text: str) -> Any:
     try:
-        return json.loads(text)
+        return json_loads(text)
+    except JsonTooDeep as error:
+        raise forms.ValidationError(f"Not valid JSON: {error}.") from None
     except json.JSONDecodeError as error:
         raise forms.ValidationError(
             f"Not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."

@@ -79,8 +79,8 @@ def test_cli_catalog_lists_every_contract_id() -> None:
 @pytest.mark.parametrize(
     ("stdin", "reason"),
     [
-        ("[" * 200_000 + "]" * 200_000, "scenario: not valid JSON: nested too deeply"),
-        ('{"model":' + '{"a":' * 200_000 + "1" + "}" * 200_001, "nested too deeply"),
+        ("[" * 200_000 + "]" * 200_000, "scenario: not valid JSON: nested deeper than 32 levels"),
+        ('{"model":' + '{"a":' * 200_000 + "1" + "}" * 200_001, "nested deeper than 32 levels"),
         ('{"model": ' + "9" * 5000 + "}", "scenario: not valid JSON"),
         ("", "scenario: not valid JSON"),
     ],
@@ -98,7 +98,7 @@ def test_cli_estimate_unparseable_json_exits_2_with_one_line(stdin: str, reason:
 def test_cli_search_json_nested_too_deeply_exits_2() -> None:
     done = run("search", "-", stdin="[" * 200_000 + "]" * 200_000)
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "scenario: not valid JSON: nested too deeply\n"
+    assert done.stderr == "scenario: not valid JSON: nested deeper than 32 levels\n"
 
 
 def test_cli_estimate_file_that_is_not_utf8_exits_2(tmp_path: Path) -> None:

@@ -303,6 +303,36 @@ def test_an_import_that_is_not_json_is_refused(requester: User, project: Project
     assert "Not valid JSON" in response.context["form"].non_field_errors()[0]
 
 
+DEEP = '{"a":' * 2000 + "1" + "}" * 2000
+
+
+def test_an_import_nested_2000_levels_deep_is_refused_as_a_form_error(
+    requester: User, project: Project
+) -> None:
+    url = reverse("planner:scenario-import", args=[project.pk])
+    client = _client(requester)
+    pasted = client.post(url, {"document": DEEP})
+    upload = SimpleUploadedFile("deep.json", DEEP.encode(), "application/json")
+    uploaded = client.post(url, {"file": upload, "document": ""})
+    for response in (pasted, uploaded):
+        assert response.status_code == 200
+        errors = response.context["form"].non_field_errors()
+        assert errors == ["Not valid JSON: nested deeper than 32 levels."]
+    assert not Scenario.objects.filter(project=project).exists()
+
+
+def test_the_json_editor_refuses_2000_levels_and_keeps_the_spec(
+    requester: User, scenario: Scenario
+) -> None:
+    before = scenario.spec
+    url = reverse("planner:scenario-json", args=[scenario.pk])
+    response = _client(requester).post(url, {"spec": DEEP})
+    assert response.status_code == 200
+    assert "nested deeper than 32 levels" in response.content.decode()
+    scenario.refresh_from_db()
+    assert scenario.spec == before
+
+
 def test_the_scenario_page_converts_into_the_organisations_base_currency(
     requester: User,
     project: Project,
