@@ -27,7 +27,12 @@ def role_assert(
     wanted = set(roles)
     if not user_roles(user, organisation) & wanted:
         names = " or ".join(sorted(Role(role).label.lower() for role in wanted))
-        raise NotAllowed(f"Only a {names} of {organisation} may {action}.")
+        raise NotAllowed(f"Only {_indefinite(names)} of {organisation} may {action}.")
+
+
+def _indefinite(noun: str) -> str:
+    """``noun`` with its article: "an approver", "a requester"."""
+    return f"{'an' if noun[:1] in 'aeiou' else 'a'} {noun}"
 
 
 def _currency_check(code: str, *, field: str) -> None:
