@@ -5,8 +5,6 @@ this module."""
 
 from __future__ import annotations
 
-import smtplib
-
 from celery import Task, shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
@@ -14,7 +12,7 @@ from django.conf import settings
 from planner.accounts.services import api_tokens_expired_delete
 from planner.budgets.notifications import (
     SEND_NOTIFICATION_TASK,
-    notification_give_up,
+    RetryLater,
     notification_send,
     notifications_dispatch,
 )
@@ -40,9 +38,6 @@ from planner.scenarios.services.runs import (
     runs_dispatch_pending,
     runs_recover_lost,
 )
-
-# What a mail server that is down or refusing raises: worth another try later.
-MAIL_TRANSIENT_ERRORS = (smtplib.SMTPException, OSError)
 
 
 @shared_task(name="planner.ping", ignore_result=False)
@@ -100,26 +95,18 @@ def capacity_merge_task(plan_id: int) -> str:
     return capacity_plan_merge(plan_id=plan_id)
 
 
-@shared_task(
-    name=SEND_NOTIFICATION_TASK,
-    bind=True,
-    acks_late=True,
-    autoretry_for=MAIL_TRANSIENT_ERRORS,
-    retry_backoff=5,
-    retry_backoff_max=600,
-    max_retries=settings.EMAIL_MAX_RETRIES,
-)
+@shared_task(name=SEND_NOTIFICATION_TASK, bind=True, acks_late=True)
 def send_notification_task(self: Task, notification_id: int) -> str:
     """Send notification ``notification_id``; a refusing or unreachable mail server is tried
-    again with exponential backoff (5 s, 10 s, ... up to 10 min), then given up on."""
-    final_try = self.request.retries >= settings.EMAIL_MAX_RETRIES
+    again after the row's backoff (5 s, 10 s, ... up to 10 min, for 24 h), then given up on
+    (:func:`~planner.budgets.notifications.notification_send`). In eager mode the retry is
+    left to the dispatcher: retrying inside the request would hold it."""
     try:
         return notification_send(notification_id=notification_id)
-    except MAIL_TRANSIENT_ERRORS as error:
-        if not final_try:
-            raise  # autoretry_for sends it again, later
-        notification_give_up(notification_id=notification_id, error=error)
-        return "failed"
+    except RetryLater as later:
+        if self.request.is_eager:
+            return f"retry in {later.delay_s:g} s (dispatcher)"
+        raise self.retry(countdown=later.delay_s, max_retries=None, exc=later.error) from None
 
 
 @shared_task(name=SIGNOFF_PACK_TASK, bind=True, acks_late=True, reject_on_worker_lost=True)

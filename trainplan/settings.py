@@ -309,8 +309,14 @@ MAILERS = {
     }
 }
 DEFAULT_FROM_EMAIL = env_str("DJANGO_DEFAULT_FROM_EMAIL", "TrainPlan <trainplan@localhost>")
-# A notification the mail server refused is tried again this many times, backing off.
-EMAIL_MAX_RETRIES = env_int("TRAINPLAN_EMAIL_MAX_RETRIES", 8)
+# A notification the mail server refused is tried again after 5 s, then twice as long each
+# time up to 10 min, for 24 h after it was written; then it is marked failed. Beat's
+# dispatcher sends again one whose retry is overdue by NOTIFICATION_OVERDUE_S (its retry
+# message was lost).
+EMAIL_RETRY_FIRST_S = env_int("TRAINPLAN_EMAIL_RETRY_FIRST_S", 5)
+EMAIL_RETRY_MAX_S = env_int("TRAINPLAN_EMAIL_RETRY_MAX_S", 600)
+EMAIL_RETRY_HOURS = env_int("TRAINPLAN_EMAIL_RETRY_HOURS", 24)
+NOTIFICATION_OVERDUE_S = env_int("TRAINPLAN_NOTIFICATION_OVERDUE_S", 60)
 # Where TrainPlan is reached from outside, for absolute links in e-mail (no trailing slash).
 SITE_URL = env_str("TRAINPLAN_SITE_URL", "http://127.0.0.1:8000").rstrip("/")
 # A price book fetched longer ago than this is stale: budgets resting on it say so.

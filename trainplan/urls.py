@@ -25,6 +25,12 @@ urlpatterns = [
     path("", include("planner.urls")),
     # Before Django's auth urls: the login page with the lockout (lib.login_guard).
     path("accounts/login/", accounts.LoginView.as_view(), name="login"),
+    # Before Django's too: the reset mail goes through the notification outbox.
+    path(
+        "accounts/password_reset/",
+        accounts.PasswordResetView.as_view(),
+        name="password_reset",
+    ),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("pricing/", include("pricing.urls")),

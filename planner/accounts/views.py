@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from lib.errors import DomainError
 from lib.login_guard import Lockout, LoginLocked, login_authenticate
 from planner.accounts import services as tokens
+from planner.accounts.forms import OutboxPasswordResetForm
 
 
 class GuardedAuthenticationForm(AuthenticationForm):
@@ -40,6 +41,12 @@ class GuardedAuthenticationForm(AuthenticationForm):
                 raise self.get_invalid_login_error()
             self.confirm_login_allowed(self.user_cache)
         return self.cleaned_data
+
+
+class PasswordResetView(auth_views.PasswordResetView):
+    """Django's password reset page; its e-mail goes through the notification outbox."""
+
+    form_class = OutboxPasswordResetForm
 
 
 class LoginView(auth_views.LoginView):

@@ -212,6 +212,12 @@ class Notification(Outbox):
     error = models.TextField(blank=True, help_text="Why the last attempt failed")
     created_at = models.DateTimeField(auto_now_add=True)
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the next try is due (after a refusal), or until when a worker holds "
+        "the try in progress; empty: due now",
+    )
     sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
