@@ -3,14 +3,15 @@ a lockout once either reaches its limit, and a request rate per address on the t
 
 The login page and the API's token endpoint both log in through :func:`login_authenticate`,
 so both count and lock alike. Counters live in Django's cache: Redis in production, shared
-by every process, memory in the embedded default. A cache that is down lets logins through
-(and logs it) rather than refusing everyone.
+by every process, memory in the embedded default. While Redis is down or hangs
+(:mod:`lib.cacheguard`) they live in the database cache ``login_fallback`` instead, so the
+lockout and the rate limit hold (fail closed) and a hanging Redis costs one timeout, not
+one per call.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import math
 import time
 import unicodedata
@@ -22,14 +23,13 @@ from typing import Any, Literal, cast
 from django.conf import settings
 from django.contrib.auth import authenticate
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.core.cache import cache
+from django.core.cache import BaseCache, cache
 from django.http import HttpRequest
-from redis.exceptions import RedisError
 from rest_framework.request import Request
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle, SimpleRateThrottle
 
-logger = logging.getLogger(__name__)
+from lib.cacheguard import CACHE_ERRORS, cache_down, cache_up, login_fallback_cache
 
 Subject = Literal["username", "address"]
 REASONS: dict[str, str] = {
@@ -92,7 +92,7 @@ def login_authenticate(
         if lockout is not None:
             raise LoginLocked(lockout)
         return None
-    _safely(partial(cache.delete, _key("failures", "username", username)), None)
+    _counted(lambda store: store.delete(_key("failures", "username", username)))
     return user
 
 
@@ -100,7 +100,7 @@ def login_lockout(*, username: str, address: str) -> Lockout | None:
     """The lockout in force for this user name or address, if any."""
     now = time.time()
     for subject, value in (("username", username), ("address", address)):
-        until = _safely(partial(cache.get, _key("locked", subject, value)), None)
+        until = _counted(partial(_get, _key("locked", subject, value)))
         if until is not None and until > now:
             return Lockout(subject, math.ceil(until - now))
     return None
@@ -114,9 +114,9 @@ def login_failure_record(*, username: str, address: str) -> Lockout | None:
         ("address", address, settings.LOGIN_MAX_FAILURES_PER_ADDRESS),
     )
     for subject, value, limit in limits:
-        failures = _safely(partial(_count, _key("failures", subject, value), window_s), 0)
+        failures = _counted(partial(_count, _key("failures", subject, value), window_s))
         if failures >= limit:
-            _safely(partial(_lock, subject, value, window_s), None)
+            _counted(partial(_lock, subject, value, window_s))
     return login_lockout(username=username, address=address)
 
 
@@ -128,7 +128,7 @@ def login_lockout_lift(*, username: str | None = None, address: str | None = Non
     if address is not None:
         keys += [_key(kind, "address", address) for kind in ("failures", "locked")]
         keys.append(LoginRateThrottle.cache_format % {"scope": "login", "ident": address})
-    _safely(partial(cache.delete_many, keys), None)
+    _counted(lambda store: store.delete_many(keys))
 
 
 class LoginRateThrottle(SimpleRateThrottle):
@@ -145,7 +145,11 @@ class LoginRateThrottle(SimpleRateThrottle):
         return self.cache_format % {"scope": self.scope, "ident": self.get_ident(request)}
 
     def allow_request(self, request: Any, view: Any) -> bool:
-        return _safely(lambda: super(LoginRateThrottle, self).allow_request(request, view), True)
+        return _counted(partial(self._allow_on, request=request, view=view))
+
+    def _allow_on(self, store: BaseCache, *, request: Any, view: Any) -> bool:
+        self.cache = store  # SimpleRateThrottle keeps its request history in self.cache
+        return super().allow_request(request, view)
 
 
 def _key(kind: str, subject: str, value: str) -> str:
@@ -154,25 +158,34 @@ def _key(kind: str, subject: str, value: str) -> str:
     return f"login-{kind}:{subject}:{hashlib.sha256(normal.encode()).hexdigest()}"
 
 
-def _count(key: str, window_s: int) -> int:
+def _get(key: str, store: BaseCache) -> Any:
+    return store.get(key)
+
+
+def _count(key: str, window_s: int, store: BaseCache) -> int:
     """Add one to the counter at ``key``, which expires ``window_s`` after its first count."""
-    cache.add(key, 0, timeout=window_s)
+    store.add(key, 0, timeout=window_s)
     try:
-        return int(cache.incr(key))
+        return int(store.incr(key))
     except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=window_s)
+        store.set(key, 1, timeout=window_s)
         return 1
 
 
-def _lock(subject: str, value: str, duration_s: int) -> None:
-    cache.set(_key("locked", subject, value), time.time() + duration_s, timeout=duration_s)
+def _lock(subject: str, value: str, duration_s: int, store: BaseCache) -> None:
+    store.set(_key("locked", subject, value), time.time() + duration_s, timeout=duration_s)
     # A fresh allowance once the lockout is over.
-    cache.delete(_key("failures", subject, value))
+    store.delete(_key("failures", subject, value))
 
 
-def _safely[T](action: Callable[[], T], fallback: T) -> T:
-    try:
-        return action()
-    except (RedisError, OSError):
-        logger.warning("Login counters unavailable: cache unreachable", exc_info=True)
-        return fallback
+def _counted[T](action: Callable[[BaseCache], T]) -> T:
+    """``action`` on the shared cache, or on the database fallback while the shared cache
+    is down or hangs (:mod:`lib.cacheguard`): the counters never fail open. Without a
+    fallback (the embedded default's memory cache) the cache's own error is raised."""
+    if cache_up():
+        try:
+            return action(cache)
+        except CACHE_ERRORS as error:
+            cache_down(error, what="login counters")
+    fallback = login_fallback_cache()
+    return action(cache if fallback is None else fallback)

@@ -185,7 +185,13 @@ if REDIS_URL:
             "LOCATION": REDIS_URL,
             # Login counters live here: a Redis that is down must not hold up a login.
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
-        }
+        },
+        # Where the login counters go while Redis is down or hangs (lib.cacheguard): a
+        # table in the database (migration planner 0010), so the lockout holds.
+        "login_fallback": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "trainplan_login_fallback",
+        },
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

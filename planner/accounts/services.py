@@ -12,14 +12,13 @@ import datetime as dt
 
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.contrib.auth.models import AnonymousUser, User
-from django.core.cache import cache
 from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from knox.models import AuthToken
 from knox.settings import knox_settings
-from redis.exceptions import RedisError
 
+from lib.cacheguard import cache_call
 from planner.common.errors import NotAllowed, PlannerError
 
 # A token's last use is written at most once a minute, not on every request.
@@ -96,17 +95,16 @@ def api_token_used(token: AuthToken) -> None:
     timeout = (token.expiry - now).total_seconds() if token.expiry else None
     if timeout is not None and timeout <= 0:
         return
-    try:
-        cache.set(_last_used_key(token), now.isoformat(), timeout=timeout)
-    except (RedisError, OSError):
-        return  # a convenience, not worth failing the request for
+    # A convenience, not worth failing or slowing the request for (lib.cacheguard).
+    cache_call(
+        lambda store: store.set(_last_used_key(token), now.isoformat(), timeout=timeout),
+        None,
+        what="token last use",
+    )
 
 
 def api_token_last_used(token: AuthToken) -> dt.datetime | None:
-    try:
-        value = cache.get(_last_used_key(token))
-    except (RedisError, OSError):
-        return None
+    value = cache_call(lambda store: store.get(_last_used_key(token)), None, what="token last use")
     return dt.datetime.fromisoformat(value) if value else None
 
 

@@ -19,19 +19,17 @@ from __future__ import annotations
 
 import logging
 import time
-from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from typing import Literal
 
 from django.conf import settings
-from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import F, Max
 from django.utils import timezone
-from redis.exceptions import RedisError
 
 from lib import broker, jobs
+from lib.cacheguard import cache_call
 from planner.budgets.models import AuditEvent, BudgetRequest, PackStatus, SignoffPack
 from planner.budgets.signoff import (
     SignoffUnavailable,
@@ -239,15 +237,12 @@ def _preview(request: BudgetRequest, kind: Kind, edition: str) -> bytes:
     """A draft's pack, rendered live and cached under its edition until the draft changes;
     rendered uncached while the cache (Redis) cannot be reached."""
     key = f"signoff-preview:{request.pk}:{kind}:{edition}"
-    try:
-        body = cache.get(key)
-    except (RedisError, OSError):
-        logger.warning("sign-off preview cache unreachable: rendering uncached", exc_info=True)
-        return _preview_render(request, kind)
+    body = cache_call(lambda store: store.get(key), None, what="sign-off preview")
     if body is None:
         body = _preview_render(request, kind)
-        with suppress(RedisError, OSError):  # the next download renders it again
-            cache.set(key, body, PREVIEW_CACHE_S)
+        cache_call(
+            lambda store: store.set(key, body, PREVIEW_CACHE_S), None, what="sign-off preview"
+        )
     return bytes(body)
 
 

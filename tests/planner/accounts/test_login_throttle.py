@@ -1,17 +1,20 @@
 """Logins that resist guessing: failures counted per user name and address, lockouts with
 429 and Retry-After on the token endpoint and the login page, and a request rate per address."""
 
+import contextlib
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.core.cache import cache
 from django.test import Client
 from pytest_django.fixtures import Settings
-from redis.exceptions import ConnectionError as RedisConnectionError
 from rest_framework.test import APIClient
 
+from lib.cacheguard import cache_reset
 from lib.login_guard import Lockout, login_lockout_lift
 
 pytestmark = pytest.mark.django_db
@@ -132,16 +135,90 @@ def test_a_missing_password_is_not_counted_as_a_failure(maya: User) -> None:
     assert _token("maya", "correct horse battery")[0] == 200
 
 
-def test_logins_go_through_when_the_cache_is_down(
-    maya: User, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def refuse(*args: object, **kwargs: object) -> None:
-        raise RedisConnectionError("Connection refused")
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
-    for method in ("get", "add", "incr", "set", "delete", "delete_many"):
-        monkeypatch.setattr(cache, method, refuse)
-    assert _fail(6) == [400] * 6
-    assert _token("maya", "correct horse battery")[0] == 200
+
+@pytest.fixture
+def hanging_port() -> Iterator[int]:
+    """A port that accepts connections and never answers a byte: a Redis that hangs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield int(listener.getsockname()[1])
+    stop.set()
+    thread.join(timeout=5)
+    for connection in [*held, listener]:
+        connection.close()
+
+
+def _redis_at(settings: Settings, port: int) -> None:
+    """The production cache settings with Redis at ``port`` (down, or hanging)."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": f"redis://127.0.0.1:{port}/0",
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        },
+        "login_fallback": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "trainplan_login_fallback",
+        },
+    }
+    cache_reset()
+
+
+@pytest.fixture
+def cache_fresh() -> Iterator[None]:
+    cache_reset()
+    yield
+    cache_reset()
+
+
+def test_with_redis_down_the_lockout_holds_on_the_database(
+    maya: User, settings: Settings, cache_fresh: None
+) -> None:
+    _redis_at(settings, _closed_port())
+    assert _fail(4) == [400] * 4
+    status, body, retry_after = _token("maya", "wrong")
+    assert (status, body["code"]) == (429, "login_locked")
+    assert retry_after is not None
+    assert _token("maya", "correct horse battery")[0] == 429  # locked, password unchecked
+    status, html, _ = _log_in(Client(), "maya", "correct horse battery")
+    assert status == 429
+    assert "Too many failed logins for this user name" in html
+
+
+def test_a_hanging_redis_costs_one_timeout_not_one_per_request(
+    maya: User, settings: Settings, cache_fresh: None, hanging_port: int
+) -> None:
+    token = _token("maya", "correct horse battery")[1]["token"]  # before Redis hangs
+    _redis_at(settings, hanging_port)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    seconds = []
+    for _ in range(6):
+        began = time.monotonic()
+        assert client.get("/api/v1/projects/").status_code == 200
+        seconds.append(time.monotonic() - began)
+    assert seconds[0] < 2.5  # one socket timeout (1 s), then the cache is skipped
+    assert max(seconds[1:]) < 0.5, seconds
+    began = time.monotonic()
+    assert _fail(5, username="rosa") == [400] * 4 + [429]  # counted in the database
+    assert time.monotonic() - began < 5
 
 
 def test_the_lockout_message_rounds_up_to_whole_minutes() -> None:
