@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +22,7 @@ from django.db.backends.utils import CursorWrapper
 from django.test import Client
 
 from lib import http
+from tests.services import hanging_listener
 
 ROOT = Path(__file__).resolve().parents[2]
 FIVE_MEGABYTES = b'{"username": "' + b"a" * 5_000_000 + b'"}'
@@ -186,30 +186,9 @@ def server_without_database(tmp_path_factory: pytest.TempPathFactory) -> Iterato
 @pytest.fixture(scope="module")
 def server_with_hanging_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """gunicorn whose database accepts connections and never answers a byte."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                held.append(listener.accept()[0])
-            except TimeoutError:
-                continue
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    url = f"postgres://trainplan@127.0.0.1:{listener.getsockname()[1]}/trainplan"
-    try:
+    with hanging_listener() as port:
+        url = f"postgres://trainplan@127.0.0.1:{port}/trainplan"
         yield from _serve(url, tmp_path_factory.mktemp("var"))
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for connection in [*held, listener]:
-            connection.close()
 
 
 def _fetch(url: str, **kwargs: Any) -> tuple[int, str, bytes]:

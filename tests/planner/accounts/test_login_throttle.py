@@ -1,9 +1,7 @@
 """Logins that resist guessing: failures counted per user name and address, lockouts with
 429 and Retry-After on the token endpoint and the login page, and a request rate per address."""
 
-import contextlib
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,6 +14,7 @@ from rest_framework.test import APIClient
 
 from lib.cacheguard import cache_reset
 from lib.login_guard import Lockout, login_lockout_lift
+from tests.services import hanging_listener
 
 pytestmark = pytest.mark.django_db
 
@@ -143,26 +142,9 @@ def _closed_port() -> int:
 
 @pytest.fixture
 def hanging_port() -> Iterator[int]:
-    """A port that accepts connections and never answers a byte: a Redis that hangs."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        listener.settimeout(0.2)
-        while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                held.append(listener.accept()[0])
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    yield int(listener.getsockname()[1])
-    stop.set()
-    thread.join(timeout=5)
-    for connection in [*held, listener]:
-        connection.close()
+    """A Redis that hangs."""
+    with hanging_listener() as port:
+        yield port
 
 
 def _redis_at(settings: Settings, port: int) -> None:
