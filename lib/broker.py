@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from celery import current_app as app
+from kombu.exceptions import ChannelError
 
 # How long sending one task may take before the broker counts as down [s]: connecting and
 # writing each. The web process sends on commit, so this bounds what a request waits.
@@ -96,3 +97,21 @@ def _registered(name: str) -> Any:
     if name not in app.tasks:
         app.autodiscover_tasks(force=True)
     return app.tasks[name]
+
+
+def queue_length() -> int | None:
+    """Messages waiting in the default queue, taken by no worker yet: 0 in eager mode, None
+    when the broker cannot be asked. A queue the broker lost (a flushed Redis) is empty."""
+    if runs_in_process():
+        return 0
+    try:
+        with app.connection_for_write(
+            connect_timeout=PUBLISH_TIMEOUT_S, transport_options=_PUBLISH_TRANSPORT_OPTIONS
+        ) as connection:
+            channel: Any = connection.default_channel
+            declared = channel.queue_declare(queue=app.conf.task_default_queue, passive=True)
+            return int(declared.message_count)
+    except ChannelError:  # the queue itself is gone: nothing waits in it
+        return 0
+    except Exception:  # the broker's errors vary by transport; any means "cannot tell"
+        return None

@@ -16,6 +16,9 @@ apart by a :class:`JobKind`: the model, the registered name of its task, its sta
 * **Lost workers.** A running job whose heartbeat went stale lost its worker:
   :func:`recover_lost` queues it again under a new task id (:func:`requeue`), or gives up
   on it once it has had ``max_attempts`` tries.
+* **Lost messages.** A job sent to the broker that no worker took while the broker's queue
+  ran empty lost its message (a flushed or failed-over Redis): :func:`recover_unclaimed`
+  queues it again under a new task id.
 
 Plumbing: it imports no app, so the models and services of an app use it, never the reverse.
 """
@@ -84,6 +87,8 @@ class Broker(Protocol):
     def publish_many(
         self, task: str, calls: Sequence[tuple[tuple[object, ...], str | None]]
     ) -> tuple[int, Exception | None]: ...
+
+    def queue_length(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -341,3 +346,34 @@ def recover_lost[M: Job](
             "%ss whose worker was lost: queued again %s, failed %s", kind.label, requeued, failed
         )
     return requeued, failed
+
+
+def recover_unclaimed[M: Job](
+    kind: JobKind[M], *, sent_before: datetime, send: Callable[[M], object], limit: int = 200
+) -> list[int]:
+    """Queue again (:func:`requeue`, a new task id) the queued jobs whose task reached the
+    broker before ``sent_before`` and that no worker has taken although the broker's queue
+    is empty: their message was lost. Returns their ids.
+
+    Nothing while messages wait in the queue (or the broker cannot be asked): a job behind
+    them is late, not lost, and sending it again would only put it at the back. Should the
+    superseded message turn up after all, its task finds the row is no longer its own
+    (:func:`claim`) and does nothing.
+    """
+    assert kind.task_ids, f"{kind.label}: a job whose task ids are not kept"
+    if kind.broker.queue_length() != 0:
+        return []
+    requeued = []
+    with transaction.atomic():
+        waiting = kind.rows().filter(status=kind.queued, dispatched_at__lt=sent_before)
+        for row in waiting.select_for_update(skip_locked=True).order_by("pk")[:limit]:
+            requeue(kind, row, send=send)
+            requeued.append(row.pk)
+    if requeued:
+        logger.warning(
+            "%ss sent but never taken while the queue is empty (their message was lost): "
+            "sent again %s",
+            kind.label,
+            requeued,
+        )
+    return requeued

@@ -21,6 +21,7 @@ from planner.budgets.packs import (
     signoff_pack_render,
     signoff_packs_dispatch_pending,
     signoff_packs_recover_lost,
+    signoff_packs_recover_unclaimed,
 )
 from planner.capacity.services import (
     CAPACITY_CHUNK_TASK,
@@ -37,6 +38,7 @@ from planner.scenarios.services.runs import (
     run_fail_timeout,
     runs_dispatch_pending,
     runs_recover_lost,
+    runs_recover_unclaimed,
 )
 
 
@@ -124,13 +126,16 @@ def signoff_pack_task(self: Task, pack_id: int) -> str:
 def dispatch_pending() -> dict[str, list[int]]:
     """The outbox's dispatcher, run by ``celery beat`` every ``DISPATCH_INTERVAL_S``: send
     what the broker missed, queue again (or fail) runs and plan chunks whose worker was
-    lost, send plan merges that never ran, and the same for sign-off pack renders."""
+    lost, send again jobs whose message the broker lost, send plan merges that never ran,
+    and the same for sign-off pack renders."""
     requeued, failed = runs_recover_lost()
     packs_requeued, packs_failed = signoff_packs_recover_lost()
     return {
         "runs_sent": runs_dispatch_pending(),
         "runs_requeued": requeued,
         "runs_failed": failed,
+        "runs_resent": runs_recover_unclaimed(),
+        "signoff_packs_resent": signoff_packs_recover_unclaimed(),
         "notifications_sent": notifications_dispatch(),
         "signoff_packs_sent": signoff_packs_dispatch_pending(),
         "signoff_packs_requeued": packs_requeued,

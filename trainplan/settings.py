@@ -172,6 +172,9 @@ DISPATCH_INTERVAL_S = env_int("TRAINPLAN_DISPATCH_INTERVAL_S", 30)
 RUN_HEARTBEAT_S = env_int("TRAINPLAN_RUN_HEARTBEAT_S", 10)
 RUN_STALE_AFTER_S = env_int("TRAINPLAN_RUN_STALE_AFTER_S", 60)
 RUN_MAX_ATTEMPTS = env_int("TRAINPLAN_RUN_MAX_ATTEMPTS", 3)
+# A job sent this long ago that no worker took while the broker's queue is empty lost its
+# message (a flushed or failed-over Redis): the dispatcher sends it again.
+JOB_UNCLAIMED_AFTER_S = env_int("TRAINPLAN_JOB_UNCLAIMED_AFTER_S", 60)
 CELERY_BEAT_SCHEDULE = {
     "dispatch-pending": {"task": "planner.dispatch_pending", "schedule": DISPATCH_INTERVAL_S},
     # Expired API tokens are refused already; this removes their rows once a day.

@@ -39,7 +39,7 @@ from planner.budgets.signoff import (
 )
 from planner.budgets.snapshot import snapshot_hash
 from planner.budgets.warnings import request_warnings
-from planner.scenarios.models import heartbeat_stale_before
+from planner.scenarios.models import heartbeat_stale_before, unclaimed_before
 
 logger = logging.getLogger(__name__)
 
@@ -153,6 +153,15 @@ def signoff_packs_recover_lost() -> tuple[list[int], list[int]]:
         stale_before=heartbeat_stale_before(timezone.now()),
         max_attempts=settings.RUN_MAX_ATTEMPTS,
         give_up=_give_up,
+        send=lambda pack: signoff_pack_dispatch(pack_id=pack.pk),
+    )
+
+
+def signoff_packs_recover_unclaimed() -> list[int]:
+    """Send again, under a new task id, the queued renders whose message the broker lost."""
+    return jobs.recover_unclaimed(
+        PACK_JOBS,
+        sent_before=unclaimed_before(timezone.now()),
         send=lambda pack: signoff_pack_dispatch(pack_id=pack.pk),
     )
 

@@ -49,7 +49,12 @@ from planner.capacity.search import (
 )
 from planner.common.access import AUTHOR_ROLES, role_assert
 from planner.common.errors import PlannerError
-from planner.scenarios.models import Project, Scenario, heartbeat_stale_before
+from planner.scenarios.models import (
+    Project,
+    Scenario,
+    heartbeat_stale_before,
+    unclaimed_before,
+)
 from planner.scenarios.prices import price_get, price_key_parse
 from planner.scenarios.services.scenarios import scenario_create, scenario_name_free
 from pricing.access import visible
@@ -452,10 +457,14 @@ def capacity_plan_merge(*, plan_id: int) -> str:
 
 def capacity_plans_dispatch_pending() -> dict[str, list[int]]:
     """The dispatcher's share for plans: send unsent chunks, queue again (or give up on)
-    chunks whose worker went quiet, send merges that never ran. Ids of what it did."""
+    chunks whose worker went quiet, send again chunks whose message the broker lost, send
+    merges that never ran. Ids of what it did."""
     unsent = jobs.unsent(CHUNK_JOBS).values_list("plan_id", flat=True).distinct()
     sent = [plan_id for plan_id in list(unsent[:200]) if plan_dispatch(plan_id=plan_id)]
     requeued, failed = _chunks_recover_lost()
+    resent = jobs.recover_unclaimed(
+        CHUNK_JOBS, sent_before=unclaimed_before(timezone.now()), send=_dispatch_again
+    )
     stale = heartbeat_stale_before(timezone.now())
     merges = list(
         CapacityPlan.objects.filter(status__in=[PlanStatus.QUEUED, PlanStatus.RUNNING])
@@ -467,6 +476,7 @@ def capacity_plans_dispatch_pending() -> dict[str, list[int]]:
     return {
         "plans_sent": sent,
         "chunks_requeued": requeued,
+        "chunks_resent": resent,
         "chunks_failed": failed,
         "merges_sent": merged,
     }

@@ -223,7 +223,9 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         responses={
             202: io.RunOutput,
             403: NOT_ALLOWED,
-            409: OpenApiResponse(description="Only a failed run can be retried"),
+            409: OpenApiResponse(
+                description="Only a failed run, or one stuck waiting for a worker, is retried"
+            ),
         },
     )
     @action(detail=True, methods=["post"])

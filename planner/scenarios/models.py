@@ -252,6 +252,18 @@ class EstimationRun(Job):
         return result_memory_verdict(self.result) if self.result else None
 
     @property
+    def retryable(self) -> bool:
+        """Failed, or waiting for a worker although its task was sent longer ago than
+        ``JOB_UNCLAIMED_AFTER_S`` (its message may be lost): a retry sends it again."""
+        if self.status == RunStatus.FAILED:
+            return True
+        return (
+            self.status == RunStatus.QUEUED
+            and self.dispatched_at is not None
+            and self.dispatched_at < unclaimed_before(timezone.now())
+        )
+
+    @property
     def does_not_fit(self) -> bool:
         """Succeeded, but its layout does not fit in memory: its figures are not achievable."""
         return self.status == RunStatus.SUCCEEDED and self.memory_verdict == "does_not_fit"
@@ -281,6 +293,12 @@ class RunState:
 def heartbeat_stale_before(now: datetime) -> datetime:
     """A running run whose last heartbeat is older than this has lost its worker."""
     return now - timedelta(seconds=settings.RUN_STALE_AFTER_S)
+
+
+def unclaimed_before(now: datetime) -> datetime:
+    """A queued job sent before this and not taken while the queue is empty lost its
+    message (:func:`lib.jobs.recover_unclaimed`)."""
+    return now - timedelta(seconds=settings.JOB_UNCLAIMED_AFTER_S)
 
 
 def run_state(run: EstimationRun, *, now: datetime) -> RunState:

@@ -36,6 +36,7 @@ class Broker:
         self.sent: list[tuple[str, tuple[object, ...], str | None]] = []
         self.down = False
         self.up_for: int | None = None
+        self.waiting: int | None = 0  # messages in the queue; None: cannot be asked
 
     def publish(self, task: str, *args: object, task_id: str | None = None) -> None:
         _sent, error = self.publish_many(task, [(args, task_id)])
@@ -50,6 +51,9 @@ class Broker:
                 return count, ConnectionRefusedError(111, "Connection refused")
             self.sent.append((task, args, task_id))
         return len(calls), None
+
+    def queue_length(self) -> int | None:
+        return self.waiting
 
 
 @pytest.fixture
@@ -357,3 +361,49 @@ def test_a_lost_job_another_dispatcher_holds_is_skipped(
         thread.join(10)
     assert recovered == ([free.pk], [])
     assert (_chunk(plan, 0).status, _chunk(plan, 1).status) == ("running", "queued")
+
+
+# --- Lost messages ---------------------------------------------------------------------------
+
+
+def _sent_ago(chunk: CapacityPlanChunk, seconds: float) -> None:
+    CapacityPlanChunk.objects.filter(pk=chunk.pk).update(
+        dispatched_at=timezone.now() - timedelta(seconds=seconds)
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_job_never_taken_while_the_queue_is_empty_is_sent_again_under_a_new_id(
+    chunks: JobKind[CapacityPlanChunk], broker: Broker, plan: CapacityPlan
+) -> None:
+    lost, recent = _chunk(plan, 0), _chunk(plan, 1)
+    _sent_ago(lost, 120)
+    _sent_ago(recent, 5)
+    cutoff = timezone.now() - timedelta(seconds=60)
+    assert jobs.recover_unclaimed(chunks, sent_before=cutoff, send=_send(chunks)) == [lost.pk]
+    again = _chunk(plan, 0)
+    assert again.task_id != lost.task_id
+    assert [(args, task_id) for _task, args, task_id in broker.sent] == [
+        ((lost.pk,), again.task_id)
+    ]
+    assert _chunk(plan, 0).dispatched_at is not None
+    # The lost message turning up after all finds the row is no longer its own.
+    assert jobs.claim(chunks, lost.pk, lost.task_id) is None
+
+
+@pytest.mark.parametrize("waiting", [3, None], ids=["queue-not-empty", "broker-unreachable"])
+def test_a_job_behind_others_in_the_queue_is_left_alone(
+    chunks: JobKind[CapacityPlanChunk], broker: Broker, plan: CapacityPlan, waiting: int | None
+) -> None:
+    _sent_ago(_chunk(plan, 0), 600)
+    broker.waiting = waiting
+    cutoff = timezone.now() - timedelta(seconds=60)
+    assert jobs.recover_unclaimed(chunks, sent_before=cutoff, send=_send(chunks)) == []
+    assert broker.sent == []
+
+
+def _send(kind: JobKind[CapacityPlanChunk]) -> Any:
+    def send(row: CapacityPlanChunk) -> None:
+        jobs.dispatch(kind, row.pk)
+
+    return send

@@ -42,6 +42,7 @@ from planner.scenarios.models import (
     RunStatus,
     Scenario,
     heartbeat_stale_before,
+    unclaimed_before,
 )
 from planner.scenarios.prices import price_snapshot, price_usage
 from pricing.errors import PricingError
@@ -118,11 +119,16 @@ def with_capacity(spec: dict[str, Any], price: dict[str, Any]) -> dict[str, Any]
 
 @transaction.atomic
 def run_retry(*, user: Actor, run: EstimationRun) -> EstimationRun:
-    """Queue a failed run again, with the same inputs, price and seed."""
+    """Queue a failed run again, with the same inputs, price and seed; or a run that waits
+    for a worker although its task was sent long ago (its message may be lost), under a new
+    task id, so that the earlier message does nothing should it turn up."""
     role_assert(user, run.scenario.project.organisation, AUTHOR_ROLES, action="retry runs")
     current = EstimationRun.objects.select_for_update().get(pk=run.pk)
-    if current.status != RunStatus.FAILED:
-        raise RunNotRetryable(f"Run {run.pk} is {current.status}; only a failed run is retried.")
+    if not current.retryable:
+        raise RunNotRetryable(
+            f"Run {run.pk} is {current.status}; only a failed run, or one that waited more "
+            f"than {settings.JOB_UNCLAIMED_AFTER_S} s for a worker, is retried."
+        )
     jobs.requeue(
         RUN_JOBS, current, send=_dispatch_again, progress=0.0, progress_message="", error=""
     )
@@ -366,6 +372,13 @@ def run_fail_timeout(*, run_id: int, seconds: int) -> None:
 def runs_dispatch_pending() -> list[int]:
     """Send every queued run whose task never reached the broker; the ids sent."""
     return jobs.dispatch_pending(RUN_JOBS)
+
+
+def runs_recover_unclaimed() -> list[int]:
+    """Send again, under a new task id, the queued runs whose message the broker lost."""
+    return jobs.recover_unclaimed(
+        RUN_JOBS, sent_before=unclaimed_before(timezone.now()), send=_dispatch_again
+    )
 
 
 def runs_recover_lost() -> tuple[list[int], list[int]]:

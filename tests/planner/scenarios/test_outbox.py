@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 from django.conf import settings as django_settings
 from django.contrib.auth.models import User
 from django.test import Client
@@ -301,3 +302,72 @@ def test_with_the_broker_down_a_run_is_saved_fast_and_runs_when_it_is_back(
     for run in EstimationRun.objects.all():
         assert (run.status, run.attempts) == ("succeeded", 1), run.error
         assert run.dispatched_at is not None
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_run_whose_message_the_broker_lost_is_sent_again_and_finishes(
+    requester: User,
+    scenario: Scenario,
+    celery_worker_factory: type,
+    request: pytest.FixtureRequest,
+) -> None:
+    """No worker runs; the run is sent (202); the queue is lost (``DEL celery``); beat's
+    dispatcher sends it again under a new task id once the queue is empty, and a worker
+    started afterwards finishes it."""
+    api = Client()
+    api.force_login(requester)
+    answer = api.post(
+        f"/api/v1/scenarios/{scenario.pk}/runs/", {"seed": 5}, content_type="application/json"
+    )
+    assert answer.status_code == 202, answer.content
+    run = EstimationRun.objects.get()
+    assert run.dispatched_at is not None
+    first_task = run.task_id
+    broker = redis.Redis.from_url(django_settings.REDIS_URL)
+    assert broker.llen("celery") >= 1
+    broker.delete("celery")  # the message is lost
+    # Sent long enough ago to count as unclaimed (TRAINPLAN_JOB_UNCLAIMED_AFTER_S, 60 s).
+    EstimationRun.objects.filter(pk=run.pk).update(
+        dispatched_at=timezone.now() - timedelta(minutes=2)
+    )
+    assert api.get(f"/api/v1/runs/{run.pk}/").json()["status"] == "queued"
+    request.getfixturevalue("celery_beat")
+    worker = celery_worker_factory()
+    try:
+        wait_for(lambda: EstimationRun.objects.get().is_finished, 60, "the run to be re-sent")
+    finally:
+        worker.stop()
+    run.refresh_from_db()
+    assert (run.status, run.attempts) == ("succeeded", 1), run.error
+    assert run.task_id != first_task
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_retry_sends_again_a_run_stuck_waiting(requester: User, scenario: Scenario) -> None:
+    api = Client()
+    api.force_login(requester)
+    answer = api.post(
+        f"/api/v1/scenarios/{scenario.pk}/runs/", {"seed": 5}, content_type="application/json"
+    )
+    run = EstimationRun.objects.get(pk=answer.json()["id"])
+    retry = f"/api/v1/runs/{run.pk}/retry/"
+    assert api.post(retry).status_code == 409  # just sent: waiting is not stuck
+    EstimationRun.objects.filter(pk=run.pk).update(
+        dispatched_at=timezone.now() - timedelta(minutes=2)
+    )
+    assert (
+        _client(requester)
+        .get(run.get_absolute_url())
+        .content.decode()
+        .count('data-testid="retry-button"')
+        == 1
+    )
+    assert api.post(retry).status_code == 202
+    run_again = EstimationRun.objects.get(pk=run.pk)
+    assert run_again.task_id != run.task_id
+    assert run_again.status == "queued"
+    redis.Redis.from_url(django_settings.REDIS_URL).delete("celery")
