@@ -192,7 +192,7 @@ def test_scenario_malformed_json_is_a_400(requester_api: APIClient, project: Pro
         "POST", SCENARIOS, "[" * 100_000 + "]" * 100_000, content_type="application/json"
     )
     assert deep.status_code == 400
-    assert "nested too deeply" in deep.json()["detail"]
+    assert "nested deeper than 32 levels" in deep.json()["detail"]
     assert not Scenario.objects.exists()
 
 
