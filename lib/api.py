@@ -9,13 +9,15 @@ API view, viewset or not, answers a refused operation alike, and
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import threading
 from typing import Any, ClassVar
 
 from django.core.exceptions import RequestDataTooBig
 from django.core.signals import setting_changed
-from django.db import DataError, IntegrityError
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import ProtectedError
 from django.dispatch import receiver
 from drf_spectacular.openapi import AutoSchema
@@ -154,22 +156,42 @@ class ServiceModelViewSet(viewsets.ModelViewSet):
 
     def output(self, instance: Any, code: int = status.HTTP_200_OK) -> Response:
         data = self.output_serializer_class(instance, context=self.get_serializer_context()).data
-        return Response(data, status=code)
+        return Response(data, status=code, headers={"ETag": etag_of(data)})
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        return self.output(self.get_object())
 
     def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         instance = self.service_create(self.parsed(request))
         return self.output(instance, status.HTTP_201_CREATED)
 
     def update(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        instance = self.get_object()
-        changed = self.service_update(
-            instance, self.parsed(request, partial=kwargs.get("partial", False))
-        )
+        with transaction.atomic():
+            instance = self._current(request)
+            changed = self.service_update(
+                instance, self.parsed(request, partial=kwargs.get("partial", False))
+            )
         return self.output(changed)
 
     def destroy(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        self.service_delete(self.get_object())
+        with transaction.atomic():
+            self.service_delete(self._current(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+    def _current(self, request: Request) -> Any:
+        """The object, its row locked until the write commits, checked against the request's
+        ``If-Match`` (optimistic concurrency): a write based on a representation someone
+        else has changed since is refused with 412, not applied over their change."""
+        instance = self.get_object()
+        locked = type(instance)._default_manager.select_for_update().get(pk=instance.pk)
+        wanted = request.headers.get("If-Match")
+        if wanted is not None:
+            current = etag_of(
+                self.output_serializer_class(locked, context=self.get_serializer_context()).data
+            )
+            if not etag_matches(wanted, current):
+                raise PreconditionFailed(current)
+        return locked
 
     def service_create(self, data: dict[str, Any]) -> Any:
         raise NotImplementedError
@@ -179,6 +201,37 @@ class ServiceModelViewSet(viewsets.ModelViewSet):
 
     def service_delete(self, instance: Any) -> None:
         raise NotImplementedError
+
+
+# --- Optimistic concurrency ------------------------------------------------------------
+
+
+def etag_of(data: Any) -> str:
+    """A strong ETag of an object's API representation: any change to what a reader sees
+    changes it."""
+    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return f'"{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"'
+
+
+def etag_matches(if_match: str, current: str) -> bool:
+    """Whether an ``If-Match`` header (a list of ETags, or ``*``) names ``current``; weak
+    ETags never match (RFC 9110, 13.1.1: If-Match compares strongly)."""
+    tags = [tag.strip() for tag in if_match.split(",")]
+    return "*" in tags or current in tags
+
+
+class PreconditionFailed(APIException):
+    """412: the object changed since the ETag the write was based on."""
+
+    status_code = status.HTTP_412_PRECONDITION_FAILED
+    default_code = "precondition_failed"
+
+    def __init__(self, current: str) -> None:
+        super().__init__(
+            "It was changed since you read it (If-Match does not name its current ETag "
+            f"{current}): GET it again, re-apply your change and send it with the new ETag.",
+            "precondition_failed",
+        )
 
 
 # --- The OpenAPI schema -----------------------------------------------------------------
@@ -207,6 +260,12 @@ ERROR_RESPONSES: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("403", "Authenticated, but not allowed to do this.", None),
     ("404", "No such object (or not visible to you), or no such page.", None),
     ("409", "Refused by the object's current state.", WRITE_METHODS),
+    (
+        "412",
+        "`If-Match` does not name the object's current `ETag`: it changed since you read it "
+        "(optimistic concurrency; send no `If-Match` to write regardless).",
+        frozenset({"put", "patch", "delete"}),
+    ),
     ("413", "Request body too large.", BODY_METHODS),
     (
         "414",
