@@ -35,7 +35,7 @@ from planner.budgets.warnings import (
 )
 from planner.common.access import user_roles
 from planner.common.errors import NotAllowed, PlannerError
-from planner.common.forms import planner_error_add
+from planner.common.forms import edit_is_stale, form_version, planner_error_add, versioned
 from planner.common.views import can_author, forbidden
 from planner.scenarios.models import EstimationRun, RunStatus, Scenario
 from planner.scenarios.selectors import latest_successful_runs, organisations_for, runs_for
@@ -141,9 +141,12 @@ def _form_page(
     run: EstimationRun,
     budget: BudgetRequest | None,
     warnings: list[BudgetWarning],
+    *,
+    version: str = "",
 ) -> HttpResponse:
     p90, default_contingency = request_amount(run, BudgetRequest.Basis.P90, None)
     context = {
+        "version": version,
         "form": form,
         "run": run,
         "scenario": run.scenario,
@@ -222,9 +225,13 @@ def budget_edit(request: HttpRequest, pk: int) -> HttpResponse:
         alternatives=alternative_runs(budget.run, keep=[run.pk for run in current]),
         default_contingency=request_amount(budget.run, BudgetRequest.Basis.P90, None)[1],
         needs_override=bool(warnings_blocking(warnings) or budget.override_reason),
-        initial=initial_from(budget, current),
+        initial=versioned(initial_from(budget, current), budget),
     )
-    if request.method == "POST" and form.is_valid():
+    if (
+        request.method == "POST"
+        and form.is_valid()
+        and not edit_is_stale(request, form, budget, what="budget request")
+    ):
         try:
             services.budget_request_update(
                 user=request.user, request=budget, **form.service_arguments()
@@ -236,7 +243,8 @@ def budget_edit(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, "Saved. The audit trail keeps what changed.")
             return redirect(budget)
-    return _form_page(request, form, budget.run, budget, warnings)
+    version = form_version(form, versioned({}, budget))
+    return _form_page(request, form, budget.run, budget, warnings, version=version)
 
 
 # --- The request page and its actions ----------------------------------------------------------

@@ -104,3 +104,48 @@ def choice_field(form: forms.Form, name: str) -> forms.ChoiceField:
     field = form.fields[name]
     assert isinstance(field, forms.ChoiceField)
     return field
+
+
+# --- Edits opened before someone else's save ------------------------------------------------
+
+#: The hidden field an edit form carries: the row's ``updated_at`` when the form was opened.
+VERSION_FIELD = "version"
+STALE_EDIT = (
+    "Changed by someone else since you opened it (saved at {when} UTC): your changes are not "
+    "saved. The page below shows what you entered; compare it with the current {what} "
+    "(open it in another tab), then save again to keep yours."
+)
+
+
+def versioned(initial: dict[str, Any], instance: Any) -> dict[str, Any]:
+    """``initial`` with the version of ``instance`` the form is opened at."""
+    return {**initial, VERSION_FIELD: instance.updated_at.isoformat()}
+
+
+def edit_is_stale(request: Any, form: forms.Form, instance: Any, *, what: str) -> bool:
+    """Whether ``instance`` was saved by someone else after the posted form was opened; if
+    so the form says it, above its fields, and carries the current version, so a second
+    save after review keeps the user's values. A form posted without a version (an old
+    page) is not checked."""
+    opened = request.POST.get(VERSION_FIELD)
+    current = (
+        type(instance)
+        ._default_manager.filter(pk=instance.pk)
+        .values_list("updated_at", flat=True)
+        .first()
+    )
+    if not opened or current is None or opened == current.isoformat():
+        return False
+    form.add_error(None, STALE_EDIT.format(when=f"{current:%Y-%m-%d %H:%M:%S}", what=what))
+    data = request.POST.copy()
+    data[VERSION_FIELD] = current.isoformat()
+    form.data = data
+    return True
+
+
+def form_version(form: forms.Form, initial: dict[str, Any]) -> str:
+    """The version the page's hidden ``version`` input carries: the posted one (updated by
+    :func:`edit_is_stale`) once the form was sent, else the one it was opened at."""
+    if form.is_bound:
+        return str(form.data.get(VERSION_FIELD) or "")
+    return str(initial.get(VERSION_FIELD, ""))

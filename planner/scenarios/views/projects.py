@@ -12,7 +12,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from planner.common.errors import NotAllowed, PlannerError
-from planner.common.forms import planner_error_add
+from planner.common.forms import edit_is_stale, form_version, planner_error_add, versioned
 from planner.common.views import can_author, forbidden
 from planner.scenarios import selectors, services
 from planner.scenarios.forms import ProjectEditForm, ProjectForm
@@ -84,8 +84,13 @@ def project_edit(request: HttpRequest, pk: int) -> HttpResponse:
     project = _visible_project(request, pk)
     if not can_author(request.user, project.organisation):
         return forbidden(request, refusal(project, "edit projects"))
-    form = ProjectEditForm(request.POST or None, initial=ProjectEditForm.initial_from(project))
-    if request.method == "POST" and form.is_valid():
+    initial = versioned(ProjectEditForm.initial_from(project), project)
+    form = ProjectEditForm(request.POST or None, initial=initial)
+    if (
+        request.method == "POST"
+        and form.is_valid()
+        and not edit_is_stale(request, form, project, what="project")
+    ):
         try:
             services.project_update(user=request.user, project=project, **form.cleaned_data)
         except NotAllowed as error:
@@ -95,7 +100,8 @@ def project_edit(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Saved the project '{project.name}'.")
             return redirect(project)
-    return render(request, "planner/project_form.html", {"form": form, "project": project})
+    context = {"form": form, "project": project, "version": form_version(form, initial)}
+    return render(request, "planner/project_form.html", context)
 
 
 @login_required

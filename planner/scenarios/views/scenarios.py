@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from estimator.core import schema
 from planner.common.errors import NotAllowed, PlannerError
-from planner.common.forms import planner_error_add
+from planner.common.forms import edit_is_stale, form_version, planner_error_add, versioned
 from planner.common.views import can_author, forbidden
 from planner.scenarios import selectors, services
 from planner.scenarios.breakdowns import training_summary
@@ -46,9 +46,12 @@ def _form_page(
     project: Project,
     scenario: Scenario | None,
     recipe_id: str = "",
+    *,
+    version: str = "",
 ) -> HttpResponse:
     recipes = recipes_for_page()
     context = {
+        "version": version,
         "form": form,
         "project": project,
         "scenario": scenario,
@@ -102,14 +105,19 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
     scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
     if not can_author(request.user, scenario.project.organisation):
         return forbidden(request, refusal(scenario.project, "edit scenarios"))
+    initial = versioned(ScenarioForm.initial_from(scenario), scenario)
     form = ScenarioForm(
         request.POST or None,
-        initial=ScenarioForm.initial_from(scenario),
+        initial=initial,
         base_spec=scenario.spec,
         current_price=scenario.price,
         organisation=scenario.project.organisation,
     )
-    if request.method == "POST" and form.is_valid():
+    if (
+        request.method == "POST"
+        and form.is_valid()
+        and not edit_is_stale(request, form, scenario, what="scenario")
+    ):
         try:
             services.scenario_update(
                 user=request.user, scenario=scenario, **form.service_arguments()
@@ -120,7 +128,9 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
             planner_error_add(form, error)
         else:
             return _saved(request, scenario, "Saved. Runs made before keep the inputs they used.")
-    return _form_page(request, form, scenario.project, scenario)
+    return _form_page(
+        request, form, scenario.project, scenario, version=form_version(form, initial)
+    )
 
 
 @login_required
@@ -130,9 +140,13 @@ def scenario_json_edit(request: HttpRequest, pk: int) -> HttpResponse:
     scenario = get_object_or_404(selectors.scenarios_for(request.user), pk=pk)
     if not can_author(request.user, scenario.project.organisation):
         return forbidden(request, refusal(scenario.project, "edit scenarios"))
-    initial = {"spec": json.dumps(scenario.spec, indent=2)}
+    initial = versioned({"spec": json.dumps(scenario.spec, indent=2)}, scenario)
     form = ScenarioJsonForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    if (
+        request.method == "POST"
+        and form.is_valid()
+        and not edit_is_stale(request, form, scenario, what="scenario")
+    ):
         spec = form.cleaned_data["spec"]
         model = spec.get("model") if isinstance(spec, dict) else None
         preset = preset_matching(model, scenario.model_preset) if isinstance(model, dict) else ""
@@ -146,7 +160,12 @@ def scenario_json_edit(request: HttpRequest, pk: int) -> HttpResponse:
             planner_error_add(form, error)
         else:
             return _saved(request, scenario, "Saved the scenario JSON.")
-    context = {"form": form, "scenario": scenario, "project": scenario.project}
+    context = {
+        "form": form,
+        "scenario": scenario,
+        "project": scenario.project,
+        "version": form_version(form, initial),
+    }
     return render(request, "planner/scenario_json.html", context)
 
 
