@@ -11,6 +11,7 @@ Idempotent: a second load adds nothing.
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from decimal import Decimal
 from typing import Any
@@ -24,6 +25,7 @@ from estimator.core.presets import preset_scenario
 from organisations.demo import demo_organisation
 from organisations.models import Organisation, Role
 from organisations.services import membership_grant
+from planner.budgets.models import BudgetRequest
 from planner.budgets.services import budget_request_create, budget_request_submit
 from planner.demo import DEMO_USERS
 from planner.scenarios.deadline import run_deadline
@@ -34,6 +36,9 @@ from pricing.models import PriceEntry, VendorQuote
 
 DEMO_PROJECT = "Llama 3 70B pre-training, 2T tokens"
 DEMO_SEED = 20261123
+#: How long ``load_demo`` waits for real workers to finish the demo runs before submitting
+#: the demo budget request on them. [s]
+DEMO_WAIT_S = 180.0
 TOKENS = 2e12
 #: One cluster size for every scenario, so the comparison is of the accelerators, not of how
 #: many there are: the example quote's count, which is also the most it covers.
@@ -69,13 +74,28 @@ def _price(accelerator: str, where: tuple[str, str] | None) -> PriceEntry | Vend
     )
 
 
-def planner_demo_load() -> list[str]:
-    """Create the demo project and start one run per scenario (eager in the embedded mode)."""
+def planner_demo_load(*, wait_s: float = DEMO_WAIT_S) -> list[str]:
+    """Create the demo project and start one run per scenario (eager in the embedded mode),
+    then submit the demo budget request on their results.
+
+    With real workers the runs finish on them: this waits up to ``wait_s`` seconds for them.
+    Run again when they finished later, it submits the request that is still missing.
+    """
     with transaction.atomic():
         organisation = _organisation()
-        if Project.objects.filter(organisation=organisation, name=DEMO_PROJECT).exists():
-            return [f"Demo project '{DEMO_PROJECT}': present."]
         maya = User.objects.get(username="maya")
+        present = Project.objects.filter(organisation=organisation, name=DEMO_PROJECT).first()
+    if present is not None:
+        lines = [f"Demo project '{DEMO_PROJECT}': present."]
+        if BudgetRequest.objects.filter(project=present).exists():
+            return lines
+        runs = [
+            run
+            for scenario in present.scenarios.all()
+            if (run := scenario.runs.order_by("-pk").first()) is not None
+        ]
+        return lines + _budget_request(maya, _finished(runs, wait_s), present)
+    with transaction.atomic():
         project = project_create(
             user=maya,
             organisation=organisation,
@@ -112,8 +132,18 @@ def planner_demo_load() -> list[str]:
         f"Demo project '{DEMO_PROJECT}': created with {len(scenarios)} scenarios, "
         "each estimated (or queued for a worker when Redis is configured)."
     ]
-    refreshed = [EstimationRun.objects.get(pk=r.pk) for r in runs]
-    return lines + _budget_request(maya, refreshed, project)
+    return lines + _budget_request(maya, _finished(runs, wait_s), project)
+
+
+def _finished(runs: list[EstimationRun], wait_s: float) -> list[EstimationRun]:
+    """The runs as they are once all finished, or after ``wait_s`` seconds (real workers
+    run them; in eager mode they are finished already)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        current = [EstimationRun.objects.get(pk=run.pk) for run in runs]
+        if all(run.is_finished for run in current) or time.monotonic() >= deadline:
+            return current
+        time.sleep(0.5)
 
 
 def _budget_request(maya: User, runs: list[EstimationRun], project: Project) -> list[str]:
@@ -121,7 +151,10 @@ def _budget_request(maya: User, runs: list[EstimationRun], project: Project) -> 
     (the cheapest of all when none does), so finn finds one awaiting approval."""
     finished = [run for run in runs if run.status == RunStatus.SUCCEEDED and run.budget]
     if len(finished) < len(runs):
-        return ["Demo budget request: skipped (the runs are still with the Celery workers)."]
+        return [
+            "Demo budget request: not yet (the runs are still with the Celery workers); run "
+            "`manage.py load_demo` again once they have finished to submit it."
+        ]
     checks = {run.pk: _deadline(run, project) for run in finished}
     on_time = [run for run in finished if checks[run.pk].verdict != MISSES_P50] or finished
     chosen = min(on_time, key=lambda run: Decimal(_budget(run)["cost"]["p50"]))

@@ -131,3 +131,27 @@ def test_demo_dashboard_names_the_h100s_fastest(demo_project: Project) -> None:
     fastest = page.split("Fastest (P50)")[1].split("Budget ceiling")[0]
     assert "H100 under the example quote" in fastest
     assert "A100" not in fastest
+
+
+@pytest.mark.redis
+@pytest.mark.postgres
+def test_on_real_workers_the_demo_request_is_submitted_once_the_runs_finish(
+    celery_worker_factory: type,
+) -> None:
+    """Without a worker the runs wait and the request is not submitted yet; run again once
+    a worker has finished them, load_demo submits it instead of saying only "present"."""
+    demo_users_load()
+    pricing_demo_load()
+    first = planner_demo_load(wait_s=0)
+    assert any("not yet" in line for line in first), first
+    assert not BudgetRequest.objects.exists()
+    worker = celery_worker_factory()
+    try:
+        second = planner_demo_load(wait_s=120)
+    finally:
+        worker.stop()
+    assert second[0] == f"Demo project '{DEMO_PROJECT}': present."
+    assert any("submitted, awaiting finn's approval" in line for line in second), second
+    request = BudgetRequest.objects.get()
+    assert request.state == "submitted"
+    assert planner_demo_load(wait_s=0) == [f"Demo project '{DEMO_PROJECT}': present."]
