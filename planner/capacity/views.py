@@ -24,7 +24,7 @@ from planner.capacity import services as plans
 from planner.capacity.forms import CapacityForm
 from planner.capacity.models import CapacityPlan, PlanStatus
 from planner.capacity.search import PricedOption, meets
-from planner.capacity.selectors import capacity_plans_for
+from planner.capacity.selectors import capacity_plans_for, plan_worker_lost
 from planner.common.errors import NotAllowed, PlannerError
 from planner.common.views import can_author, forbidden
 from planner.scenarios.selectors import organisations_for, projects_for, scenarios_for
@@ -151,13 +151,15 @@ def status_data(plan: CapacityPlan) -> dict[str, Any]:
         PlanStatus.RUNNING: f"Searching: {done} of {plan.chunks_total} chunks done",
     }
     message = messages_by_status.get(str(plan.status), plan.get_status_display())
+    state = "running" if live else ("waiting" if plan.status == PlanStatus.QUEUED else plan.status)
+    lost = plan_worker_lost(plan, now=timezone.now())
+    if lost:
+        state, message = "worker_lost", f"{lost} {done} of {plan.chunks_total} chunks done."
     return {
         "id": plan.pk,
         "status": plan.status,
         "status_label": plan.get_status_display(),
-        "state": "running"
-        if live
-        else ("waiting" if plan.status == PlanStatus.QUEUED else plan.status),
+        "state": state,
         "state_message": message,
         "progress": plan.progress,
         "chunks_done": done,

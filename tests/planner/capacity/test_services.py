@@ -356,6 +356,31 @@ def test_the_page_saves_the_plan_and_searches_nothing_in_the_request(
     assert (status["status"], status["state"], status["finished"]) == ("queued", "waiting", False)
 
 
+def test_a_plan_whose_worker_went_quiet_says_the_worker_was_lost(
+    client_of: Client, prices: None, requester: User, capture: Any, settings: Any
+) -> None:
+    plan = _create(requester, capture, max_gpus=16)
+    chunk = plan.chunks.first()
+    assert chunk is not None
+    status_url = reverse("planner:capacity-plan-status", args=[plan.pk])
+    assert client_of.get(status_url).json()["state"] == "waiting"
+    silent_s = settings.RUN_STALE_AFTER_S + 25
+    stale = timezone.now() - timedelta(seconds=silent_s)
+    plan.chunks.filter(pk=chunk.pk).update(
+        status=ChunkStatus.RUNNING, started_at=stale, heartbeat_at=stale, attempts=1
+    )
+    status = client_of.get(status_url).json()
+    assert status["state"] == "worker_lost"
+    seconds = int(status["state_message"].split("no heartbeat for ")[1].split(" s")[0])
+    assert silent_s <= seconds <= silent_s + 5
+    with capture(execute=False):
+        capacity_plans_dispatch_pending()  # queues the chunk again
+    status = client_of.get(status_url).json()
+    assert status["state"] == "worker_lost"
+    expected = f"attempt 2 of {settings.RUN_MAX_ATTEMPTS}; waiting for a worker."
+    assert expected in status["state_message"]
+
+
 def test_the_plan_page_shows_the_options_chart_and_scenario_buttons(
     client_of: Client, prices: None, requester: User, project: Project, capture: Any
 ) -> None:
