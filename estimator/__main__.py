@@ -23,7 +23,7 @@ from estimator.core.estimate import stack_alternatives
 from estimator.core.levers import levers
 from estimator.core.montecarlo import estimate_with_uncertainty
 from estimator.core.schema_docs import DOC_PATH, render
-from lib.jsondepth import JsonTooDeep, json_loads
+from estimator.jsondepth import JsonTooDeep, json_loads
 
 EXIT_BAD_INPUT = 2
 NESTED_TOO_DEEPLY = "not valid JSON: nested too deeply"

@@ -10,11 +10,11 @@ from rest_framework import parsers
 from rest_framework.exceptions import ParseError
 from rest_framework.utils import json
 
-from lib.jsondepth import json_loads
+from estimator.jsondepth import json_loads
 
 
 class JSONParser(parsers.JSONParser):
-    """DRF's JSON parser with the depth limit of :mod:`lib.jsondepth`: a body nested deeper
+    """DRF's JSON parser with the depth limit of :mod:`estimator.jsondepth`: a body nested deeper
     is a 400 naming the limit, before Python's recursive parser sees it.
 
     (The stock parser would parse ``[[[...]]]`` hundreds of levels deep, for later code to

@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.core.files.uploadedfile import UploadedFile
 
-from lib.jsondepth import JsonTooDeep, json_loads
+from estimator.jsondepth import JsonTooDeep, json_loads
 
 MAX_UPLOAD_BYTES = 1_000_000
 

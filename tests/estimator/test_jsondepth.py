@@ -1,4 +1,4 @@
-"""JSON with a depth limit (lib.jsondepth): the one parser the API, the pages, the imports
+"""JSON with a depth limit (estimator.jsondepth): the one parser the API, the pages, the imports
 and the CLI share."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from lib.jsondepth import MAX_JSON_DEPTH, JsonTooDeep, json_depth_check, json_loads
+from estimator.jsondepth import MAX_JSON_DEPTH, JsonTooDeep, json_depth_check, json_loads
 
 
 def _nested(levels: int) -> str:

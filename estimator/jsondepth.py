@@ -6,8 +6,9 @@ deep raises ``RecursionError`` (a 500, or an "internal error" on a worker), and 
 few hundred levels deep parses but breaks whatever walks it later. No document TrainPlan
 reads nests deeper than a handful of levels (a scenario: ``model.moe.num_experts``; an
 export: ``scenario.model.moe``), so anything past :data:`MAX_JSON_DEPTH` is refused before
-parsing, with the depth named. Plumbing with the standard library only: the estimator's CLI
-imports it too.
+parsing, with the depth named. Standard library only, on the ground floor beside the core,
+so that the estimator's CLI and the web (the API's parser, the pages' JSON editors and
+imports) share it.
 """
 
 from __future__ import annotations
