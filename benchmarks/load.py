@@ -2,16 +2,17 @@
 
     python benchmarks/load.py [--users 50] [--duration 120] [--think 2 5] [--workers 3]
         [--postgres postgres://postgres@127.0.0.1:5432/postgres] [--redis redis://127.0.0.1:6379/12]
-        [--ramp SECONDS] [--plans N] [--worker-nice 10] [--json results.json]
+        [--ramp SECONDS] [--plans N] [--worker-nice 0] [--json results.json]
 
 What it starts (and stops, dropping the database, when it ends):
 
 1. a throwaway PostgreSQL database ``trainplan_load_<pid>`` next to ``--postgres``;
 2. ``migrate`` and ``load_demo`` on it (tasks in-process, so the demo's runs finish and its
    budget request is submitted), then ``--users`` requesters in the demo organisation;
-3. a Celery worker on ``--redis`` at CPU priority ``--worker-nice`` (10, the README's
-   production recipe) and gunicorn (``--workers`` sync workers) on a free port, with
-   production settings (``DEBUG`` off, the real password hasher), plain http.
+3. a Celery worker on ``--redis`` at CPU priority ``--worker-nice`` (0, the README's
+   production recipe; 10 to compare a niced worker) and gunicorn (``--workers`` sync
+   workers) on a free port, with production settings (``DEBUG`` off, the real password
+   hasher), plain http.
 
 ``--plans N`` submits N capacity plans (the demo's question) through the API as the load
 starts, so the pages are timed while the worker searches; the report says how many finished
@@ -475,8 +476,8 @@ def main() -> None:
     parser.add_argument(
         "--worker-nice",
         type=int,
-        default=10,
-        help="the Celery worker's CPU priority (nice; the README's recipe: 10; 0: as the web)",
+        default=0,
+        help="the Celery worker's CPU priority (nice; 0: as the web, as the README's recipe)",
     )
     args = parser.parse_args()
     logs = ROOT / "var" / "load"
