@@ -106,8 +106,10 @@ def test_a_database_of_the_old_layout_upgrades_with_every_row_readable(tmp_path:
 
     after = _table_rows(database)
     migrations_applied = after.pop("django_migrations") - before.pop("django_migrations")
-    # organisations.0001, pricing.0008, planner.0007, and planner.0008 (the stored sign-off packs)
-    assert migrations_applied == 4
+    # organisations.0001, pricing.0008, planner.0007, planner.0008 (the stored sign-off packs),
+    # planner.0009 (a notification's next attempt) and 0010 (the login counters' fallback table)
+    assert migrations_applied == 6
+    assert after.pop("trainplan_login_fallback") == 0
     # No row lost or added, but the content type and four permissions of planner.0008's model.
     added = {"django_content_type": 1, "auth_permission": 4}
     assert {table: after[table] - rows for table, rows in before.items()} == {
