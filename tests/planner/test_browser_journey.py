@@ -21,7 +21,11 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import (
+    NoSuchElementException,
+    StaleElementReferenceException,
+    WebDriverException,
+)
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.support.ui import Select, WebDriverWait
@@ -122,6 +126,19 @@ def _add_scenario(
     Select(browser.find_element(By.NAME, "price")).select_by_value(f"price_entry:{price.pk}")
 
 
+def _run_status(driver: WebDriver) -> str | None:
+    """The run page's status badge, or None while the page reloads under us: Chromium then
+    reports the badge's node as gone from the document (a WebDriverException of its own, not
+    a StaleElementReferenceException)."""
+    try:
+        badge = driver.find_element(By.CSS_SELECTOR, "[data-testid=run-status]")
+        return badge.get_attribute("data-status")
+    except WebDriverException as error:
+        if "does not belong to the document" in str(error):
+            return None
+        raise
+
+
 def _wait_for_status(browser: WebDriver, status: str) -> None:
     """The run page polls status.json and reloads itself when the run finishes."""
     waiting = WebDriverWait(
@@ -130,14 +147,7 @@ def _wait_for_status(browser: WebDriver, status: str) -> None:
         poll_frequency=0.25,
         ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
     )
-    waiting.until(
-        lambda driver: (
-            driver.find_element(By.CSS_SELECTOR, "[data-testid=run-status]").get_attribute(
-                "data-status"
-            )
-            in (status, RunStatus.FAILED)
-        )
-    )
+    waiting.until(lambda driver: _run_status(driver) in (status, RunStatus.FAILED))
     badge = browser.find_element(By.CSS_SELECTOR, "[data-testid=run-status]")
     assert badge.get_attribute("data-status") == status, browser.page_source[-3000:]
 
