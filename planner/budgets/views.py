@@ -243,8 +243,7 @@ def budget_edit(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, "Saved. The audit trail keeps what changed.")
             return redirect(budget)
-    version = form_version(form, versioned({}, budget))
-    return _form_page(request, form, budget.run, budget, warnings, version=version)
+    return _form_page(request, form, budget.run, budget, warnings, version=form_version(form))
 
 
 # --- The request page and its actions ----------------------------------------------------------

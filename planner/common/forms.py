@@ -143,9 +143,9 @@ def edit_is_stale(request: Any, form: forms.Form, instance: Any, *, what: str) -
     return True
 
 
-def form_version(form: forms.Form, initial: dict[str, Any]) -> str:
+def form_version(form: forms.Form) -> str:
     """The version the page's hidden ``version`` input carries: the posted one (updated by
-    :func:`edit_is_stale`) once the form was sent, else the one it was opened at."""
-    if form.is_bound:
-        return str(form.data.get(VERSION_FIELD) or "")
-    return str(initial.get(VERSION_FIELD, ""))
+    :func:`edit_is_stale`) once the form was sent, else the one it was opened at
+    (:func:`versioned` in its ``initial``)."""
+    source = form.data if form.is_bound else form.initial
+    return str(source.get(VERSION_FIELD) or "")

@@ -100,7 +100,7 @@ def project_edit(request: HttpRequest, pk: int) -> HttpResponse:
         else:
             messages.success(request, f"Saved the project '{project.name}'.")
             return redirect(project)
-    context = {"form": form, "project": project, "version": form_version(form, initial)}
+    context = {"form": form, "project": project, "version": form_version(form)}
     return render(request, "planner/project_form.html", context)
 
 

@@ -128,9 +128,7 @@ def scenario_edit(request: HttpRequest, pk: int) -> HttpResponse:
             planner_error_add(form, error)
         else:
             return _saved(request, scenario, "Saved. Runs made before keep the inputs they used.")
-    return _form_page(
-        request, form, scenario.project, scenario, version=form_version(form, initial)
-    )
+    return _form_page(request, form, scenario.project, scenario, version=form_version(form))
 
 
 @login_required
@@ -164,7 +162,7 @@ def scenario_json_edit(request: HttpRequest, pk: int) -> HttpResponse:
         "form": form,
         "scenario": scenario,
         "project": scenario.project,
-        "version": form_version(form, initial),
+        "version": form_version(form),
     }
     return render(request, "planner/scenario_json.html", context)
 
